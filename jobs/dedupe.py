@@ -1,0 +1,152 @@
+"""Find near-duplicate documents in a crawl and write the deduplicated crawl.
+
+    spark-submit jobs/dedupe.py --input crawl/ --output out/        (or ./submit.sh ...)
+
+Entry point only: the command line, the session, and a summary. The work is
+`simhash_udf.pipeline.run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from simhash_udf import io, pipeline
+from simhash_udf.config import MAX_K, TOKENIZERS, WEIGHTINGS, ConfigError, DedupeConfig, FingerprintConfig
+from simhash_udf.session import get_session
+
+DEFAULTS = DedupeConfig()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fp = DEFAULTS.fingerprint
+    parser = argparse.ArgumentParser(
+        prog="dedupe.py",
+        description=(
+            "Find near-duplicate documents with 64-bit simhash fingerprints and a band-split "
+            "self-join, cluster them, and write every document's status and the deduplicated "
+            "rows. Outputs under --output: clusters/ (every input document: id, cluster_id, "
+            "fingerprint, status, reason, distance), pairs/ (id_a, id_b, distance), deduped/ "
+            "(the kept input rows), rejected/ (rows that could not be read as documents, if "
+            "any) and report.json. The output appears only when the whole run succeeded."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    data = parser.add_argument_group("input and output")
+    data.add_argument("--input", required=True, help="a file, a folder or a glob (local, hdfs://, s3a://, ...)")
+    data.add_argument(
+        "--format", choices=io.FORMATS, default=None,
+        help="input format: parquet, json (JSON Lines), csv (with a header row) or text (one "
+        "document per file, id = file path); inferred from the file extensions when left out",
+    )
+    data.add_argument("--output", required=True, help="output folder; must not exist unless --overwrite")
+    data.add_argument("--overwrite", action="store_true", help="replace an existing output (only once the new one is complete)")
+    data.add_argument("--id-col", default=DEFAULTS.id_col, help="unique document id column (integers or strings; the type is kept)")
+    data.add_argument("--text-col", default=DEFAULTS.text_col, help="text column")
+    data.add_argument("--html", action="store_true", help="the text column holds HTML: fingerprint its visible text")
+    data.add_argument(
+        "--fingerprint-col", default=None,
+        help="the input already carries signed 64-bit simhash fingerprints in this column: skip "
+        "text processing and join on them",
+    )
+
+    match = parser.add_argument_group("matching")
+    match.add_argument(
+        "--k", type=int, default=DEFAULTS.k,
+        help=f"largest Hamming distance (0..{MAX_K}) between two 64-bit fingerprints that counts as a near duplicate",
+    )
+    match.add_argument(
+        "--blocks", type=int, default=None,
+        help="blocks the 64 bits are cut into for the band join (more than k); by default the "
+        "cost model picks the cheapest for the number of distinct fingerprints (report.json shows it)",
+    )
+    match.add_argument(
+        "--tokenizer", choices=TOKENIZERS, default=fp.tokenizer,
+        help="auto: jieba for text with Chinese characters, words otherwise; jieba; word; char",
+    )
+    match.add_argument("--ngram", type=int, default=fp.ngram, help="features are n-grams of tokens (of characters with --tokenizer char)")
+    match.add_argument("--weighting", choices=WEIGHTINGS, default=fp.weighting, help="feature weights: TF-IDF (jieba's IDF table), term counts, or 1 each")
+    match.add_argument(
+        "--min-features", type=int, default=fp.min_features,
+        help="texts with fewer distinct features get no fingerprint and are matched only as exact copies",
+    )
+    match.add_argument("--max-chars", type=int, default=fp.max_chars, help="fingerprint only the first N characters of a normalised text")
+
+    keep = parser.add_argument_group("what is kept")
+    keep.add_argument(
+        "--keep-by", default=None,
+        help="column whose first value (see --keep-order) picks the document a cluster keeps; "
+        "default and tie-break: the smallest id",
+    )
+    keep.add_argument("--keep-order", choices=("asc", "desc"), default=DEFAULTS.keep_order, help="order of --keep-by")
+    keep.add_argument("--keep-empty", action="store_true", help="also write empty documents (status skipped) to deduped/")
+    keep.add_argument("--no-pairs", action="store_true", help="do not write pairs/")
+
+    parser.add_argument("--master", default=None, help="Spark master when run with python rather than spark-submit (default: local mode on all cores)")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> DedupeConfig:
+    return DedupeConfig(
+        id_col=args.id_col,
+        text_col=args.text_col,
+        fingerprint_col=args.fingerprint_col,
+        html=args.html,
+        k=args.k,
+        blocks=args.blocks,
+        keep_by=args.keep_by,
+        keep_order=args.keep_order,
+        keep_empty=args.keep_empty,
+        write_pairs=not args.no_pairs,
+        fingerprint=FingerprintConfig(
+            tokenizer=args.tokenizer,
+            ngram=args.ngram,
+            weighting=args.weighting,
+            min_features=args.min_features,
+            max_chars=args.max_chars,
+        ),
+    )
+
+
+def summary(report: dict[str, Any]) -> str:
+    """A few lines for the console; everything else is in report.json."""
+    c, j, p = report["counts"], report["join"], report["band_plan"]
+    lines = [
+        f"documents {c['documents']:,}: kept {c['kept']:,}, exact duplicates {c['exact_duplicates']:,}, "
+        f"near duplicates {c['near_duplicates']:,}, skipped {sum(c['skipped'].values()):,} {c['skipped'] or ''}".rstrip(),
+        f"clusters {c['clusters']:,}; too short for a fingerprint {c['too_short']:,}; rejected rows {sum(c['rejected_rows'].values()):,}",
+        f"band plan: {p['blocks']} blocks, {p['tables']} tables, key bits {p['key_bits']} ({p['chosen_by']}); "
+        f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {report['distances']}",
+        f"wrote {report['output']} in {report['total_seconds']:.1f} s",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = config_from_args(args)
+    except ConfigError as error:
+        print(f"dedupe.py: error: {error}", file=sys.stderr)
+        return 2
+    spark = spark or get_session(master=args.master)
+    try:
+        report = pipeline.run(spark, config, args.input, args.output, args.format, args.overwrite)
+    except (io.InputError, io.OutputError) as error:
+        print(f"dedupe.py: error: {error}", file=sys.stderr)
+        return 2
+    print(summary(report))
+    logging.getLogger("simhash_udf").debug("report: %s", json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""From components to documents: which document each cluster keeps, and every status.
+
+A cluster is a connected component of the near-duplicate graph of fingerprints, fanned out to
+the documents carrying them; a document too short for a fingerprint forms a cluster only with
+its exact copies. Clusters are transitive: a chain of near duplicates can put two documents
+more than k bits apart in one cluster (`distance` to the kept document shows it).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+KEPT = "kept"
+EXACT_DUPLICATE = "exact_duplicate"
+NEAR_DUPLICATE = "near_duplicate"
+SKIPPED = "skipped"
+
+
+def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str = "asc") -> DataFrame:
+    """Cluster and status of every document.
+
+    documents: `id`, [`keep_by`], `exact_key` (binary, null when there is no text),
+        `fingerprint` (long, null when there is none), `reason` (a skip reason, `too_short`,
+        or null).
+    components: `node`, `component` (long): the component of each fingerprint with at least
+        one near duplicate (others are their own component).
+    keep_order: `asc` or `desc`, the order of `keep_by` in which the kept document is chosen;
+        ties, and documents without `keep_by`, fall back to the smallest id.
+    Returns `id`, `cluster_id` (the kept document's id; null when skipped), `fingerprint`,
+    `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`, `distance` (Hamming
+    distance to the kept document's fingerprint, when both have one).
+    """
+    skipped_reason = F.col("reason").isNotNull() & (F.col("reason") != F.lit("too_short"))
+    active = documents.where(~skipped_reason)
+    grouped = active.join(
+        components.withColumnRenamed("node", "fingerprint"), "fingerprint", "left"
+    ).select(
+        "*",
+        F.coalesce("component", "fingerprint").alias("group_fp"),
+        # Only documents without a fingerprint are grouped by their exact text.
+        F.when(F.col("fingerprint").isNull(), F.col("exact_key")).alias("group_exact"),
+    )
+    order = [F.col("id").asc()]
+    if "keep_by" in documents.columns:
+        keep_by = F.col("keep_by")
+        order.insert(0, keep_by.desc_nulls_last() if keep_order == "desc" else keep_by.asc_nulls_last())
+    cluster = Window.partitionBy("group_fp", "group_exact").orderBy(*order).rowsBetween(
+        Window.unboundedPreceding, Window.unboundedFollowing
+    )
+    with_kept = grouped.select(
+        "id",
+        "fingerprint",
+        "exact_key",
+        "reason",
+        F.first("id").over(cluster).alias("cluster_id"),
+        F.first("exact_key").over(cluster).alias("kept_exact_key"),
+        F.first("fingerprint").over(cluster).alias("kept_fingerprint"),
+    )
+    status = (
+        F.when(F.col("id") == F.col("cluster_id"), F.lit(KEPT))
+        .when(F.col("exact_key") == F.col("kept_exact_key"), F.lit(EXACT_DUPLICATE))
+        .otherwise(F.lit(NEAR_DUPLICATE))
+    )
+    clustered = with_kept.select(
+        "id",
+        "cluster_id",
+        "fingerprint",
+        status.alias("status"),
+        "reason",
+        F.bit_count(F.col("fingerprint").bitwiseXOR(F.col("kept_fingerprint"))).cast("int").alias("distance"),
+    )
+    skipped = documents.where(skipped_reason).select(
+        "id",
+        F.lit(None).cast(documents.schema["id"].dataType).alias("cluster_id"),
+        "fingerprint",
+        F.lit(SKIPPED).alias("status"),
+        "reason",
+        F.lit(None).cast("int").alias("distance"),
+    )
+    return clustered.unionByName(skipped)
+
+
+def pairs_by_id(pairs: DataFrame, documents: DataFrame) -> DataFrame:
+    """Near-duplicate pairs named by documents: `id_a` < `id_b`, `distance`.
+
+    pairs: `fp_a`, `fp_b`, `distance`. documents: `id`, `fingerprint`. Each fingerprint is
+    named by the smallest id carrying it.
+    """
+    named = documents.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(
+        F.min("id").alias("id")
+    )
+    a = named.select(F.col("fingerprint").alias("fp_a"), F.col("id").alias("a"))
+    b = named.select(F.col("fingerprint").alias("fp_b"), F.col("id").alias("b"))
+    joined = pairs.join(a, "fp_a").join(b, "fp_b")
+    return joined.select(
+        F.least("a", "b").alias("id_a"), F.greatest("a", "b").alias("id_b"), "distance"
+    )

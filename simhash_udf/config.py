@@ -1,0 +1,99 @@
+"""Every parameter of a run, as frozen dataclasses validated on construction.
+
+`FingerprintConfig` is what the Python workers need (it is pickled into the UDFs);
+`DedupeConfig` adds the join, the clustering and the columns of the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TOKENIZERS = ("auto", "jieba", "word", "char")
+WEIGHTINGS = ("tfidf", "tf", "binary")
+KEEP_ORDERS = ("asc", "desc")
+
+# Largest k accepted: beyond ~10 bits of 64 a simhash match says little about the text,
+# and the band plan degenerates towards comparing everything with everything.
+MAX_K = 16
+
+
+class ConfigError(ValueError):
+    """A parameter is out of range or inconsistent; the message names it."""
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """How a normalised text becomes a 64-bit simhash.
+
+    tokenizer: `auto` (jieba where the text has Han characters, words elsewhere),
+        `jieba`, `word` (Unicode word characters between separators) or `char`.
+    ngram: features are n-grams of consecutive tokens (characters for `char`).
+    weighting: `tfidf` (term count x jieba's IDF table, median IDF for unknown tokens),
+        `tf` (term count) or `binary` (each distinct feature once).
+    min_features: a text with fewer distinct features gets no fingerprint; it is matched
+        only by exact (normalised) equality, never through a fingerprint.
+    max_chars: only the first `max_chars` characters of a normalised text are fingerprinted
+        (exact duplicates still compare the whole text).
+    """
+
+    tokenizer: str = "auto"
+    ngram: int = 1
+    weighting: str = "tfidf"
+    min_features: int = 8
+    max_chars: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
+        if not 1 <= self.ngram <= 16:
+            raise ConfigError(f"ngram must be between 1 and 16, got {self.ngram}")
+        if self.min_features < 1:
+            raise ConfigError(f"min_features must be at least 1, got {self.min_features}")
+        if self.max_chars < 1:
+            raise ConfigError(f"max_chars must be at least 1, got {self.max_chars}")
+
+
+@dataclass(frozen=True)
+class DedupeConfig:
+    """A whole run: columns, text handling, threshold, band plan and keep rule.
+
+    k: two fingerprints at Hamming distance <= k are near duplicates.
+    blocks: number of blocks the 64 bits are cut into for the band join; None lets the
+        cost model in :mod:`bands` choose from the number of distinct fingerprints.
+    keep_by / keep_order: the document kept for a cluster is the first by this column
+        (ties, and the default, by smallest id).
+    keep_empty: also write skipped (empty) documents to `deduped/`.
+    write_pairs: write `pairs/` (one row per near-duplicate pair of fingerprints).
+    """
+
+    id_col: str = "id"
+    text_col: str = "text"
+    fingerprint_col: str | None = None
+    html: bool = False
+    k: int = 3
+    blocks: int | None = None
+    keep_by: str | None = None
+    keep_order: str = "asc"
+    keep_empty: bool = False
+    write_pairs: bool = True
+    fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.k <= MAX_K:
+            raise ConfigError(f"k must be between 0 and {MAX_K}, got {self.k}")
+        if self.blocks is not None and not self.k < self.blocks <= 64:
+            raise ConfigError(
+                f"blocks must be greater than k ({self.k}) and at most 64, got {self.blocks}: "
+                "two fingerprints within k bits are only guaranteed to share a block when "
+                "there are more blocks than differing bits"
+            )
+        if self.keep_order not in KEEP_ORDERS:
+            raise ConfigError(f"keep_order must be one of {KEEP_ORDERS}, got {self.keep_order!r}")
+        if not self.id_col:
+            raise ConfigError("id_col must not be empty")
+        if self.fingerprint_col is None and not self.text_col:
+            raise ConfigError("text_col must not be empty")
+        if self.keep_by is not None and self.keep_by == self.id_col:
+            raise ConfigError("keep_by is the id column already: it is the default rule")

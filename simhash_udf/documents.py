@@ -1,0 +1,151 @@
+"""Document-level stages: check the input, normalise, exact keys, distinct texts, fingerprints.
+
+Each function is a DataFrame transform; column names are listed in its docstring. Internal
+frames use fixed names (`id`, `exact_key`, `fingerprint`, ...) so later stages never need to
+know what the input called its columns.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegralType, LongType, StringType
+
+from simhash_udf import udfs
+from simhash_udf.config import DedupeConfig, FingerprintConfig
+from simhash_udf.io import CORRUPT_COLUMN, InputError
+
+# Reasons a document is skipped (status `skipped`) or matched only exactly.
+EMPTY = "empty"
+NULL_FINGERPRINT = "null_fingerprint"
+TOO_SHORT = "too_short"
+# Reasons an input row cannot be a document at all (written to `rejected/`).
+UNPARSEABLE = "unparseable"
+NULL_ID = "null_id"
+
+
+def check_columns(frame: DataFrame, config: DedupeConfig) -> None:
+    """Raise InputError naming any column the run needs that is missing or of the wrong type."""
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+    available = ", ".join(n for n in fields if n != CORRUPT_COLUMN) or "(none)"
+    needed = [config.id_col, config.fingerprint_col or config.text_col]
+    if config.keep_by:
+        needed.append(config.keep_by)
+    missing = [c for c in needed if c not in fields]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(map(repr, missing))}; the input has: {available}")
+    if not isinstance(fields[config.id_col], (IntegralType, StringType)):
+        raise InputError(
+            f"id column {config.id_col!r} is {fields[config.id_col].simpleString()}; "
+            "ids must be integers or strings"
+        )
+    if config.fingerprint_col:
+        if not isinstance(fields[config.fingerprint_col], IntegralType):
+            raise InputError(
+                f"fingerprint column {config.fingerprint_col!r} is "
+                f"{fields[config.fingerprint_col].simpleString()}; expected signed 64-bit integers"
+            )
+    elif not isinstance(fields[config.text_col], (StringType, BinaryType)):
+        raise InputError(
+            f"text column {config.text_col!r} is {fields[config.text_col].simpleString()}; "
+            "expected strings"
+        )
+
+
+def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
+    """Split input rows into (documents, rejected).
+
+    Rejected rows are those that did not parse (`_corrupt_record` set) or have a null id; they
+    keep all their input columns plus `reason` (`unparseable` or `null_id`). Documents are the
+    other rows, without the `_corrupt_record` helper column.
+    """
+    corrupt = F.col(CORRUPT_COLUMN).isNotNull() if CORRUPT_COLUMN in frame.columns else F.lit(False)
+    reason = F.when(corrupt, F.lit(UNPARSEABLE)).when(F.col(id_col).isNull(), F.lit(NULL_ID))
+    flagged = frame.withColumn("reason", reason)
+    documents = flagged.where(F.col("reason").isNull()).drop("reason")
+    if CORRUPT_COLUMN in documents.columns:
+        documents = documents.drop(CORRUPT_COLUMN)
+    return documents, flagged.where(F.col("reason").isNotNull())
+
+
+def duplicate_ids(documents: DataFrame, id_col: str, sample: int = 5) -> list:
+    """Up to `sample` ids that occur more than once (empty when ids are unique)."""
+    repeated = documents.groupBy(id_col).count().where(F.col("count") > 1)
+    return [row[0] for row in repeated.select(id_col).orderBy(id_col).limit(sample).collect()]
+
+
+def _keep_by(config: DedupeConfig) -> list[Column]:
+    return [F.col(config.keep_by).alias("keep_by")] if config.keep_by else []
+
+
+def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
+    """One row per document: `id`, [`keep_by`], `text` (normalised), `exact_key` (binary),
+    `invalid_utf8` (bool), `reason` (`empty` or null).
+
+    exact_key is SHA-256 of the normalised text's UTF-8, computed in Spark SQL: documents
+    with equal keys are exact duplicates. Empty documents (null, empty or whitespace only
+    after normalisation) have reason `empty` and no key.
+    """
+    raw = F.col(config.text_col).cast("binary")
+    normalised = documents.select(
+        F.col(config.id_col).alias("id"),
+        *_keep_by(config),
+        udfs.normalised_text(raw, config.html).alias("n"),
+    )
+    text = F.col("n.text")
+    empty = text.isNull() | (F.length(text) == 0)
+    return normalised.select(
+        "id",
+        *(["keep_by"] if config.keep_by else []),
+        F.when(empty, F.lit(None)).otherwise(text).alias("text"),
+        F.when(empty, F.lit(None)).otherwise(F.unhex(F.sha2(text, 256))).alias("exact_key"),
+        F.col("n.invalid_utf8").alias("invalid_utf8"),
+        F.when(empty, F.lit(EMPTY)).alias("reason"),
+    )
+
+
+def distinct_texts(normalised: DataFrame) -> DataFrame:
+    """One row per distinct normalised text: `exact_key`, `text`, `n_documents`."""
+    return (
+        normalised.where(F.col("exact_key").isNotNull())
+        .groupBy("exact_key")
+        .agg(F.any_value("text").alias("text"), F.count(F.lit(1)).alias("n_documents"))
+    )
+
+
+def fingerprint_texts(texts: DataFrame, config: FingerprintConfig) -> DataFrame:
+    """`exact_key`, `fingerprint` (long, null when too short), `n_features` (int),
+    `n_documents`, for every distinct text (see `udfs.simhash`)."""
+    return texts.select(
+        "exact_key", "n_documents", udfs.simhash(F.col("text"), config).alias("f")
+    ).select("exact_key", F.col("f.fingerprint").alias("fingerprint"), F.col("f.n_features").alias("n_features"), "n_documents")
+
+
+def fingerprinted_documents(normalised: DataFrame, texts: DataFrame) -> DataFrame:
+    """Documents with their text's fingerprint: `id`, [`keep_by`], `exact_key`,
+    `fingerprint` (null when skipped or too short), `reason` (`empty`, `too_short` or null)."""
+    joined = normalised.drop("text").join(
+        texts.select("exact_key", "fingerprint"), "exact_key", "left"
+    )
+    too_short = F.col("reason").isNull() & F.col("fingerprint").isNull()
+    return joined.select(
+        "id",
+        *(["keep_by"] if "keep_by" in normalised.columns else []),
+        "exact_key",
+        "fingerprint",
+        F.when(too_short, F.lit(TOO_SHORT)).otherwise(F.col("reason")).alias("reason"),
+    )
+
+
+def given_fingerprints(documents: DataFrame, config: DedupeConfig) -> DataFrame:
+    """Documents whose input already carries fingerprints (`--fingerprint-col`):
+    `id`, [`keep_by`], `exact_key` (null: there is no text), `fingerprint`, `reason`
+    (`null_fingerprint` or null)."""
+    fp = F.col(config.fingerprint_col).cast(LongType())
+    return documents.select(
+        F.col(config.id_col).alias("id"),
+        *_keep_by(config),
+        F.lit(None).cast("binary").alias("exact_key"),
+        fp.alias("fingerprint"),
+        F.when(fp.isNull(), F.lit(NULL_FINGERPRINT)).alias("reason"),
+    )

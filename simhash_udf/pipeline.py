@@ -1,0 +1,342 @@
+"""The stages chained: `find_near_duplicates` (DataFrames in, DataFrames out) and `run`
+(read, find, write atomically, report).
+
+Stage results are materialised by a `Stages` recorder: in a job, written as Parquet to the
+output's scratch folder and read back (cuts the lineage, survives lost executors, and gives
+each stage a wall time); in a notebook, `Stages()` checkpoints locally instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from simhash_udf import __version__, bands, clusters, documents, io, join
+from simhash_udf.components import connected_components
+from simhash_udf.config import DedupeConfig
+
+log = logging.getLogger("simhash_udf")
+
+# Buckets of the band join with more members than this are reported as hot (each one costs
+# size^2 / 2 candidate comparisons).
+HOT_BUCKET_SIZE = 1000
+HOT_BUCKETS_LISTED = 10
+
+
+class DuplicateIdsError(io.InputError):
+    """The id column is not unique."""
+
+
+@dataclass
+class Stages:
+    """Materialises stage results and records each stage's wall time and row count.
+
+    work: a scratch folder for Parquet copies of stage results; None checkpoints locally
+    (fine for notebooks; a job passes its output's scratch folder).
+    """
+
+    work: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    _started: float = field(default_factory=time.perf_counter)
+    _serial: int = 0
+
+    def materialise(self, name: str, frame: DataFrame) -> DataFrame:
+        """Compute `frame` now, store it, and return a frame that reads the stored copy."""
+        start = time.perf_counter()
+        if self.work is None:
+            stored = frame.localCheckpoint()
+        else:
+            self._serial += 1
+            path = f"{self.work}/{self._serial:03d}-{name}"
+            io.write_parquet(frame, path)
+            stored = frame.sparkSession.read.parquet(path)
+        self.record(name, start)
+        return stored
+
+    def record(self, name: str, start: float) -> None:
+        """Add the time since `start` to stage `name`."""
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
+        log.info("stage %s done after %.1f s (%.1f s into the run)", name, self.seconds[name], time.perf_counter() - self._started)
+
+    def timed(self, name: str) -> "_Timer":
+        """A context manager that records the time of a block as stage `name`."""
+        return _Timer(self, name)
+
+
+class _Timer:
+    def __init__(self, stages: Stages, name: str) -> None:
+        self.stages, self.name = stages, name
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stages.record(self.name, self.start)
+
+
+@dataclass
+class NearDuplicates:
+    """What `find_near_duplicates` finds.
+
+    clusters: `id`, `cluster_id`, `fingerprint`, `status`, `reason`, `distance` (every document).
+    pairs: `id_a`, `id_b`, `distance` (every near-duplicate pair of distinct fingerprints).
+    fingerprint_pairs: `fp_a`, `fp_b`, `distance` (the same pairs, by fingerprint).
+    normalised: `id`, `text`, `exact_key`, `invalid_utf8`, `reason` (text input only).
+    texts: `exact_key`, `fingerprint`, `n_features`, `n_documents` (text input only).
+    plan: the band plan used; join_stats: counts and hot buckets of the join.
+    """
+
+    clusters: DataFrame
+    pairs: DataFrame
+    fingerprint_pairs: DataFrame
+    normalised: DataFrame | None
+    texts: DataFrame | None
+    plan: bands.BandPlan
+    join_stats: dict[str, Any]
+
+
+def _join_stats(fingerprints: DataFrame, plan: bands.BandPlan, n: int) -> dict[str, Any]:
+    """Candidate pairs (from bucket sizes), the largest bucket and the hot buckets."""
+    if plan.k == 0:
+        return {"candidate_pairs": 0, "largest_bucket": 1 if n else 0, "hot_buckets": []}
+    sizes = join.bucket_sizes(fingerprints, plan)
+    totals = sizes.agg(
+        F.sum(F.col("size") * (F.col("size") - 1) / 2).cast("long").alias("candidates"),
+        F.max("size").alias("largest"),
+    ).first()
+    hot = (
+        sizes.where(F.col("size") > HOT_BUCKET_SIZE)
+        .orderBy(F.col("size").desc(), "table", "key")
+        .limit(HOT_BUCKETS_LISTED)
+        .collect()
+    )
+    return {
+        "candidate_pairs": int(totals["candidates"] or 0),
+        "largest_bucket": int(totals["largest"] or (1 if n else 0)),
+        "hot_bucket_threshold": HOT_BUCKET_SIZE,
+        "hot_buckets": [
+            {"table": r["table"], "blocks": list(plan.tables[r["table"]]), "key": r["key"], "size": r["size"]}
+            for r in hot
+        ],
+    }
+
+
+def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:
+    """Every stage from checked input documents to clusters and pairs.
+
+    docs: the input rows (ids unique and not null; see `documents.rejected_rows` and
+    `documents.duplicate_ids`), with the columns `config` names.
+    """
+    stages = stages or Stages()
+    if config.fingerprint_col:
+        fingerprinted = stages.materialise("fingerprint", documents.given_fingerprints(docs, config))
+        normalised = texts = None
+    else:
+        normalised: DataFrame | None = stages.materialise("normalise", documents.normalise_documents(docs, config))
+        texts = stages.materialise(
+            "fingerprint",
+            documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint),
+        )
+        fingerprinted = stages.materialise("document_fingerprints", documents.fingerprinted_documents(normalised, texts))
+
+    distinct = stages.materialise(
+        "distinct_fingerprints",
+        fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
+    )
+    n = distinct.count()
+    plan = bands.choose_plan(n, config.k, config.blocks)
+    with stages.timed("candidates"):
+        stats = _join_stats(distinct, plan, n)
+    stats["distinct_fingerprints"] = n
+    log.info(
+        "band plan: %d blocks, %d tables; %d distinct fingerprints, %d candidate pairs",
+        plan.blocks, plan.n_tables, n, stats["candidate_pairs"],
+    )
+    fingerprint_pairs = stages.materialise("verify", join.near_duplicate_pairs(distinct, plan))
+    # Every round of the components is a stage result of its own; their times add up.
+    components = stages.materialise(
+        "components",
+        connected_components(
+            fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")),
+            materialise=lambda frame: stages.materialise("components", frame),
+        ),
+    )
+    clustered = clusters.assign_clusters(fingerprinted, components, config.keep_order)
+    pairs = clusters.pairs_by_id(fingerprint_pairs, fingerprinted)
+    return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)
+
+
+def _size_bin(size: int) -> str:
+    """Power-of-two bins: 1, 2, 3-4, 5-8, 9-16, ..."""
+    if size <= 2:
+        return str(size)
+    hi = 1 << math.ceil(math.log2(size))
+    return f"{hi // 2 + 1}-{hi}"
+
+
+def _histograms(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, Any]:
+    status_rows = clusters_frame.groupBy("status", "reason").count().collect()
+    by_status: dict[str, int] = {}
+    by_reason: dict[str, dict[str, int]] = {}
+    for row in status_rows:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
+        if row["reason"] is not None:
+            by_reason.setdefault(row["status"], {})[row["reason"]] = row["count"]
+    sizes = (
+        clusters_frame.where(F.col("cluster_id").isNotNull())
+        .groupBy("cluster_id").count()
+        .groupBy(F.col("count").alias("size")).count()
+        .collect()
+    )
+    size_hist: dict[str, int] = {}
+    for row in sorted(sizes, key=lambda r: r["size"]):
+        key = _size_bin(row["size"])
+        size_hist[key] = size_hist.get(key, 0) + row["count"]
+    distances = pairs_frame.groupBy("distance").count().orderBy("distance").collect()
+    return {
+        "by_status": by_status,
+        "by_reason": by_reason,
+        "clusters": sum(r["count"] for r in sizes),
+        "cluster_sizes": size_hist,
+        "distances": {str(r["distance"]): r["count"] for r in distances},
+    }
+
+
+def run(
+    spark: SparkSession,
+    config: DedupeConfig,
+    input_path: str,
+    output: str,
+    fmt: str | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Read `input_path`, find near duplicates, write everything under `output` atomically.
+
+    Writes `clusters/`, `pairs/` (unless `config.write_pairs` is off), `deduped/`,
+    `rejected/` (only when some input rows could not be documents) and `report.json`.
+    Returns the report. Raises io.InputError / io.OutputError / DuplicateIdsError with a
+    message for the user; on any failure nothing is left at `output`.
+    """
+    started = time.time()
+    target = io.StagedOutput(spark, output, overwrite)
+    try:
+        report = _run_staged(spark, config, input_path, fmt, target, started)
+        report["output"] = output
+        target.write_text("report.json", io.report_json(report))
+        target.publish()
+    except BaseException:
+        target.discard()
+        raise
+    return report
+
+
+def _run_staged(
+    spark: SparkSession,
+    config: DedupeConfig,
+    input_path: str,
+    fmt: str | None,
+    target: io.StagedOutput,
+    started: float,
+) -> dict[str, Any]:
+    stages = Stages(work=target.work)
+    with stages.timed("read"):
+        frame, fmt = io.read_documents(spark, input_path, fmt)
+        documents.check_columns(frame, config)
+        docs, rejected = documents.rejected_rows(frame, config.id_col)
+        repeated = documents.duplicate_ids(docs, config.id_col)
+    if repeated:
+        raise DuplicateIdsError(
+            f"the id column {config.id_col!r} is not unique; repeated ids include: "
+            + ", ".join(map(repr, repeated))
+        )
+    rejected_counts = {r["reason"]: r["count"] for r in rejected.groupBy("reason").count().collect()}
+    if rejected_counts:
+        io.write_parquet(rejected, target.path("rejected"))
+        log.warning("%d input rows could not be documents (%s); see rejected/", sum(rejected_counts.values()), rejected_counts)
+
+    found = find_near_duplicates(docs, config, stages)
+    with stages.timed("clusters"):
+        io.write_parquet(found.clusters, target.path("clusters"))
+    clusters_frame = spark.read.parquet(target.path("clusters"))
+    pairs_frame = found.pairs
+    if config.write_pairs:
+        with stages.timed("pairs"):
+            io.write_parquet(found.pairs, target.path("pairs"))
+        pairs_frame = spark.read.parquet(target.path("pairs"))
+    with stages.timed("deduped"):
+        kept = clusters_frame.where(F.col("status") == clusters.KEPT)
+        if config.keep_empty:
+            kept = clusters_frame.where(
+                (F.col("status") == clusters.KEPT) | (F.col("reason") == documents.EMPTY)
+            )
+        deduped = docs.join(kept.select(F.col("id").alias(config.id_col)), config.id_col, "left_semi")
+        io.write_parquet(deduped, target.path("deduped"))
+    with stages.timed("report"):
+        hist = _histograms(clusters_frame, found.fingerprint_pairs)
+        texts_counts = {}
+        if found.texts is not None:
+            row = found.texts.agg(
+                F.count(F.lit(1)).alias("distinct_texts"),
+                F.sum(F.col("fingerprint").isNull().cast("int")).alias("too_short_texts"),
+            ).first()
+            texts_counts = {"distinct_texts": row["distinct_texts"], "too_short_texts": row["too_short_texts"] or 0}
+            if found.normalised is not None:
+                texts_counts["invalid_utf8_documents"] = found.normalised.where("invalid_utf8").count()
+    by_status = hist["by_status"]
+    n_docs = sum(by_status.values())
+    report: dict[str, Any] = {
+        "simhash_udf_version": __version__,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "input": {"path": input_path, "format": fmt},
+        "parameters": dataclasses.asdict(config),
+        "counts": {
+            "input_rows": n_docs + sum(rejected_counts.values()),
+            "rejected_rows": rejected_counts,
+            "documents": n_docs,
+            "skipped": hist["by_reason"].get(clusters.SKIPPED, {}),
+            "too_short": sum(
+                n for s, reasons in hist["by_reason"].items() if s != clusters.SKIPPED
+                for r, n in reasons.items() if r == documents.TOO_SHORT
+            ),
+            "kept": by_status.get(clusters.KEPT, 0),
+            "exact_duplicates": by_status.get(clusters.EXACT_DUPLICATE, 0),
+            "near_duplicates": by_status.get(clusters.NEAR_DUPLICATE, 0),
+            "clusters": hist["clusters"],
+            **texts_counts,
+            "distinct_fingerprints": found.join_stats["distinct_fingerprints"],
+        },
+        "cluster_sizes": hist["cluster_sizes"],
+        "band_plan": plan_summary(found.plan, found.join_stats["distinct_fingerprints"], config.blocks is None),
+        "join": {
+            "candidate_pairs": found.join_stats["candidate_pairs"],
+            "verified_pairs": sum(hist["distances"].values()),
+            "largest_bucket": found.join_stats["largest_bucket"],
+            "hot_buckets": found.join_stats.get("hot_buckets", []),
+        },
+        "distances": hist["distances"],
+        "stage_seconds": dict(stages.seconds),
+        "total_seconds": round(time.time() - started, 3),
+    }
+    return report
+
+
+def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[str, Any]:
+    """The band plan as the report and `--explain` show it."""
+    cost = bands.plan_cost(max(n, 2), plan.k, plan.blocks)
+    return {
+        "chosen_by": "cost model" if chosen_by_model else "--blocks",
+        "k": plan.k,
+        "blocks": plan.blocks,
+        "tables": plan.n_tables,
+        "key_bits": sorted({plan.key_bits(t) for t in range(plan.n_tables)}),
+        "rows_shuffled": int(cost.rows_shuffled),
+        "expected_random_candidates": round(cost.random_candidates, 1),
+    }

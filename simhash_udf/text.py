@@ -1,0 +1,151 @@
+"""Text before fingerprints: bytes to str, HTML to visible text, normalisation, tokens.
+
+Pure functions, no Spark. Heavy resources (OpenCC's dictionaries, jieba's prefix dictionary)
+are loaded once per Python process by cached loaders, so a UDF that calls these functions
+pickles cheaply and pays the loading cost once per worker, not per row.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import logging
+import re
+import unicodedata
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+_WHITESPACE = re.compile(r"\s+")
+# A token is kept as a feature only if it holds a letter or digit of some script:
+# punctuation and spaces that the segmenters return as tokens carry no content.
+_HAS_WORD_CHAR = re.compile(r"\w")
+_WORDS = re.compile(r"\w+")
+# Han ideographs (CJK Unified Ideographs and Extension A); enough to route a text to jieba.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+# Elements whose content is never visible text.
+_INVISIBLE_TAGS = "script, style, noscript, template, head, svg, iframe, object"
+
+
+def decode_utf8(raw: bytes | None) -> tuple[str | None, bool]:
+    """Decode bytes as UTF-8; invalid sequences become U+FFFD.
+
+    Returns (text, had_invalid_bytes); (None, False) for None.
+    """
+    if raw is None:
+        return None, False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), True
+
+
+def html_to_text(html: str) -> str:
+    """Visible text of an HTML document or fragment, parsed with lexbor (HTML5).
+
+    Scripts, styles and other invisible elements are dropped, entities are decoded and block
+    boundaries become spaces (so words on either side of a tag do not run together).
+    """
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+    for node in tree.css(_INVISIBLE_TAGS):
+        node.decompose()
+    root = tree.body if tree.body is not None else tree.root
+    if root is None:
+        return ""
+    return root.text(separator=" ", strip=False)
+
+
+@functools.cache
+def _opencc_t2s() -> Any:
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def normalise(text: str) -> str:
+    """The form two texts are compared in.
+
+    NFKC (full-width forms, ligatures and compatibility characters fold to their plain
+    form), Traditional to Simplified Chinese (OpenCC `t2s`, so one page in both scripts
+    matches), case folding, and every run of whitespace collapsed to one space.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    if _HAN.search(text):
+        text = _opencc_t2s().convert(text)
+    text = text.casefold()
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def has_han(text: str) -> bool:
+    """True when the text holds at least one Han ideograph."""
+    return _HAN.search(text) is not None
+
+
+@functools.cache
+def _jieba_tokenizer() -> Any:
+    """jieba's default dictionary, loaded once per process, quietly.
+
+    jieba 0.42 imports `pkg_resources` when it can (recent setuptools warn about that on
+    import) and logs its dictionary loading at DEBUG to stderr. We silence the import warning
+    and point jieba at its dictionary by file path, so driver and executors behave alike.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    dictionary = importlib.resources.files("jieba").joinpath("dict.txt")
+    tokenizer = jieba.Tokenizer(dictionary=str(dictionary))
+    tokenizer.initialize()
+    return tokenizer
+
+
+@functools.cache
+def jieba_idf() -> tuple[dict[str, float], float]:
+    """jieba's IDF table (the one `jieba.analyse.extract_tags` uses) and its median."""
+    path = importlib.resources.files("jieba.analyse").joinpath("idf.txt")
+    table: dict[str, float] = {}
+    with path.open("r", encoding="utf-8") as lines:
+        for line in lines:
+            word, _, value = line.strip().partition(" ")
+            if word and value:
+                table[word] = float(value)
+    median = sorted(table.values())[len(table) // 2]
+    return table, median
+
+
+def jieba_tokens(text: str) -> list[str]:
+    """jieba's segmentation (precise mode, HMM on), content tokens only."""
+    return [t for t in _jieba_tokenizer().cut(text, HMM=True) if _HAS_WORD_CHAR.search(t)]
+
+
+def word_tokens(text: str) -> list[str]:
+    """Runs of Unicode word characters: words for space-delimited scripts."""
+    return _WORDS.findall(text)
+
+
+def char_tokens(text: str) -> list[str]:
+    """Every character that is not whitespace (n-grams of these are character shingles)."""
+    return [c for c in text if not c.isspace()]
+
+
+def tokens(text: str, tokenizer: str) -> list[str]:
+    """Tokens of a normalised text with the named tokenizer (see `FingerprintConfig`)."""
+    if tokenizer == "auto":
+        return jieba_tokens(text) if has_han(text) else word_tokens(text)
+    if tokenizer == "jieba":
+        return jieba_tokens(text)
+    if tokenizer == "word":
+        return word_tokens(text)
+    if tokenizer == "char":
+        return char_tokens(text)
+    raise ValueError(f"unknown tokenizer {tokenizer!r}")
+
+
+def ngrams(items: list[str], n: int) -> Iterable[tuple[str, ...]]:
+    """Consecutive n-grams; a sequence shorter than n yields itself as one gram (if any)."""
+    if len(items) < n:
+        return [tuple(items)] if items else []
+    return zip(*(items[i:] for i in range(n)))
