@@ -132,6 +132,7 @@ def summary(report: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         config = config_from_args(args)
     except ConfigError as error:

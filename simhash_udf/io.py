@@ -29,6 +29,7 @@ _EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
 }
+_MAX_JSON_STRING = 2**31 - 1
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate", ".xz")
 
 
@@ -92,6 +93,9 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
 
     json is JSON Lines and csv has a header row; for both, lines that do not parse are kept
     in a `_corrupt_record` column (the other columns null) so the job can report them.
+    Whether a row parses can depend on which columns a query reads (Spark parses only
+    those), so callers should materialise json and csv input once before classifying rows
+    (`needs_materialising`).
     text reads one document per file: `id` is the file's path, `text` its content.
     """
     files = list_input_files(spark, path)
@@ -104,6 +108,9 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
         docs = spark.read.text(files, wholetext=True)
         return docs.select(F.input_file_name().alias("id"), F.col("value").alias("text")), fmt
     reader = spark.read.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
+    # Jackson caps JSON strings at 20M characters by default; a larger page would otherwise
+    # turn its whole row into a corrupt record.
+    reader = reader.option("maxStringLen", _MAX_JSON_STRING)
     if fmt == "csv":
         reader = (
             reader.option("header", True)
@@ -117,6 +124,11 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
         inferred = inferred.add(StructField(CORRUPT_COLUMN, StringType(), True))
     frame = reader.schema(inferred).csv(files) if fmt == "csv" else reader.schema(inferred).json(files)
     return frame, fmt
+
+
+def needs_materialising(fmt: str) -> bool:
+    """True for formats whose rows may parse differently depending on the columns read."""
+    return fmt in ("json", "csv")
 
 
 @dataclass

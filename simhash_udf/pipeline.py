@@ -64,7 +64,10 @@ class Stages:
     def record(self, name: str, start: float) -> None:
         """Add the time since `start` to stage `name`."""
         self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
-        log.info("stage %s done after %.1f s (%.1f s into the run)", name, self.seconds[name], time.perf_counter() - self._started)
+        log.info(
+            "stage %s: %.1f s so far (%.1f s into the run)",
+            name, self.seconds[name], time.perf_counter() - self._started,
+        )
 
     def timed(self, name: str) -> "_Timer":
         """A context manager that records the time of a block as stage `name`."""
@@ -238,6 +241,44 @@ def run(
     return report
 
 
+def _read_input(
+    spark: SparkSession,
+    config: DedupeConfig,
+    input_path: str,
+    fmt: str | None,
+    stages: Stages,
+    target: io.StagedOutput,
+) -> tuple[DataFrame, str, dict[str, int]]:
+    """Read and check the input; write rows that cannot be documents to `rejected/`.
+
+    Returns (documents, the format read, rejected row counts by reason). Raises
+    io.InputError for missing columns and DuplicateIdsError for repeated ids.
+    """
+    start = time.perf_counter()
+    frame, fmt = io.read_documents(spark, input_path, fmt)
+    documents.check_columns(frame, config)
+    stages.record("read", start)
+    if io.needs_materialising(fmt):
+        frame = stages.materialise("parse", frame)
+    start = time.perf_counter()
+    docs, rejected = documents.rejected_rows(frame, config.id_col)
+    repeated = documents.duplicate_ids(docs, config.id_col)
+    if repeated:
+        raise DuplicateIdsError(
+            f"the id column {config.id_col!r} is not unique; repeated ids include: "
+            + ", ".join(map(repr, repeated))
+        )
+    rejected_counts = {r["reason"]: r["count"] for r in rejected.groupBy("reason").count().collect()}
+    if rejected_counts:
+        io.write_parquet(rejected, target.path("rejected"))
+        log.warning(
+            "%d input rows could not be documents (%s); see rejected/",
+            sum(rejected_counts.values()), rejected_counts,
+        )
+    stages.record("check_ids", start)
+    return docs, fmt, rejected_counts
+
+
 def _run_staged(
     spark: SparkSession,
     config: DedupeConfig,
@@ -247,21 +288,7 @@ def _run_staged(
     started: float,
 ) -> dict[str, Any]:
     stages = Stages(work=target.work)
-    with stages.timed("read"):
-        frame, fmt = io.read_documents(spark, input_path, fmt)
-        documents.check_columns(frame, config)
-        docs, rejected = documents.rejected_rows(frame, config.id_col)
-        repeated = documents.duplicate_ids(docs, config.id_col)
-    if repeated:
-        raise DuplicateIdsError(
-            f"the id column {config.id_col!r} is not unique; repeated ids include: "
-            + ", ".join(map(repr, repeated))
-        )
-    rejected_counts = {r["reason"]: r["count"] for r in rejected.groupBy("reason").count().collect()}
-    if rejected_counts:
-        io.write_parquet(rejected, target.path("rejected"))
-        log.warning("%d input rows could not be documents (%s); see rejected/", sum(rejected_counts.values()), rejected_counts)
-
+    docs, fmt, rejected_counts = _read_input(spark, config, input_path, fmt, stages, target)
     found = find_near_duplicates(docs, config, stages)
     with stages.timed("clusters"):
         io.write_parquet(found.clusters, target.path("clusters"))

@@ -40,3 +40,36 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def dedupe_main():
+    """`main(argv, spark)` of jobs/dedupe.py, loaded from its file as spark-submit does."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dedupe_job", ROOT / "jobs" / "dedupe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+def popcount64(value: int) -> int:
+    """Set bits of a 64-bit value given signed or unsigned (independent of the library)."""
+    return bin(value & 0xFFFFFFFFFFFFFFFF).count("1")
+
+
+def brute_force_pairs(id_fingerprints: list[tuple], k: int) -> set[tuple]:
+    """Every (id_a, id_b, distance) with 1 <= distance <= k over distinct fingerprints, each
+    fingerprint named by the smallest id carrying it, id_a < id_b: the contract of pairs/."""
+    smallest: dict[int, object] = {}
+    for doc_id, fp in id_fingerprints:
+        if fp is not None and (fp not in smallest or doc_id < smallest[fp]):
+            smallest[fp] = doc_id
+    items = sorted(smallest.items())
+    found = set()
+    for i, (fa, ia) in enumerate(items):
+        for fb, ib in items[i + 1 :]:
+            d = popcount64(fa ^ fb)
+            if 1 <= d <= k:
+                found.add((min(ia, ib), max(ia, ib), d))
+    return found

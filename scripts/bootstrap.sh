@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment in .venv with everything the job and
+# the tests need. Idempotent: reinstalls only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  for candidate in python3.11 python3.12 python3; do
+    if command -v "$candidate" >/dev/null 2>&1; then python=$candidate; break; fi
+  done
+fi
+[ -n "$python" ] || { echo "bootstrap: Python 3.11 is needed (none found on PATH)" >&2; exit 2; }
+"$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else 1)' \
+  || { echo "bootstrap: $python is older than Python 3.11" >&2; exit 2; }
+command -v java >/dev/null 2>&1 \
+  || { echo "bootstrap: Java 17 is needed for Spark (no 'java' on PATH)" >&2; exit 2; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv with $("$python" --version)"
+  "$python" -m venv .venv
+fi
+stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "bootstrap: installing the project and its pinned dependencies into .venv (a few minutes the first time)"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

@@ -1,0 +1,198 @@
+"""Bad input and bad command lines: clear errors or counted skips, never lost rows, never
+half-written output."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.spark
+
+PARAGRAPH = (
+    "Harbour officials said on Tuesday that the new container terminal will open next spring, "
+    "after two years of dredging, a dispute over the contract for the cranes and a long "
+    "argument about who pays for the rail link to the inland depot. Shipping lines welcomed "
+    "the news but warned that fees must stay competitive with the ports further up the coast."
+)
+
+
+def _write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _run(main, spark, *args: str) -> int:
+    return main(list(args), spark=spark)
+
+
+def _no_staging_left(folder: Path) -> bool:
+    return not any(".staging-" in p.name or ".replaced-" in p.name for p in folder.iterdir())
+
+
+def test_missing_text_column_is_named(spark, dedupe_main, tmp_path, capsys):
+    src = _write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "body": PARAGRAPH}])
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "'text'" in err and "body" in err
+    assert not out.exists() and _no_staging_left(tmp_path)
+
+
+def test_csv_with_a_missing_id_column(spark, dedupe_main, tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text('doc,text\n1,"hello, world"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 2
+    assert "'id'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_duplicate_ids_are_rejected_with_a_sample(spark, dedupe_main, tmp_path, capsys):
+    src = _write_jsonl(tmp_path / "in.jsonl", [{"id": i % 3, "text": f"{PARAGRAPH} {i}"} for i in range(9)])
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "not unique" in err and "0, 1, 2" in err
+    assert not out.exists() and _no_staging_left(tmp_path)
+
+
+def test_existing_output_is_untouched_without_overwrite(spark, dedupe_main, tmp_path, capsys):
+    src = _write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": PARAGRAPH}])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["precious.txt"]
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out), "--overwrite") == 0
+    assert not (out / "precious.txt").exists() and (out / "report.json").exists()
+    assert _no_staging_left(tmp_path)
+
+
+def test_folder_with_no_files_and_glob_with_no_match(spark, dedupe_main, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _run(dedupe_main, spark, "--input", str(empty), "--output", str(tmp_path / "o1")) == 2
+    assert "no data files" in capsys.readouterr().err
+    assert _run(dedupe_main, spark, "--input", str(tmp_path / "nothing-*.jsonl"), "--output", str(tmp_path / "o2")) == 2
+    assert "nothing matches" in capsys.readouterr().err
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_unknown_extension_asks_for_format(spark, dedupe_main, tmp_path, capsys):
+    src = tmp_path / "in.data"
+    src.write_text(json.dumps({"id": 1, "text": PARAGRAPH}) + "\n")
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(tmp_path / "o")) == 2
+    assert "--format" in capsys.readouterr().err
+    assert _run(dedupe_main, spark, "--input", str(src), "--format", "json", "--output", str(tmp_path / "o")) == 0
+
+
+def test_bad_parameters_fail_before_spark_work(spark, dedupe_main, tmp_path, capsys):
+    src = _write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": PARAGRAPH}])
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(tmp_path / "o"), "--k", "3", "--blocks", "3") == 2
+    assert "blocks" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _run(dedupe_main, spark, "--input", str(src), "--output", str(tmp_path / "o"), "--tokenizer", "nope")
+
+
+def test_empty_null_and_unparseable_rows_are_counted_not_lost(spark, dedupe_main, tmp_path):
+    rows = [
+        {"id": 1, "text": PARAGRAPH},
+        {"id": 2, "text": None},
+        {"id": 3, "text": ""},
+        {"id": 4, "text": " \t\n  "},
+        {"id": 5},
+        "{this is not json",
+        {"text": "a row without an id " + PARAGRAPH},
+    ]
+    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
+    clusters = {r["id"]: r for r in spark.read.parquet(str(out / "clusters")).collect()}
+    assert set(clusters) == {1, 2, 3, 4, 5}
+    for i in (2, 3, 4, 5):
+        assert (clusters[i]["status"], clusters[i]["reason"], clusters[i]["cluster_id"]) == ("skipped", "empty", None)
+    assert clusters[1]["status"] == "kept"
+    rejected = spark.read.parquet(str(out / "rejected")).collect()
+    assert sorted(r["reason"] for r in rejected) == ["null_id", "unparseable"]
+    assert any(r["_corrupt_record"] == "{this is not json" for r in rejected)
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["input_rows"] == 7
+    assert report["counts"]["skipped"] == {"empty": 4}
+    assert report["counts"]["rejected_rows"] == {"unparseable": 1, "null_id": 1}
+    assert [r["id"] for r in spark.read.parquet(str(out / "deduped")).collect()] == [1]
+    out2 = tmp_path / "out2"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out2), "--keep-empty") == 0
+    assert sorted(r["id"] for r in spark.read.parquet(str(out2 / "deduped")).collect()) == [1, 2, 3, 4, 5]
+
+
+def test_invalid_utf8_in_parquet_is_decoded_and_counted(spark, dedupe_main, tmp_path):
+    good = PARAGRAPH.encode()
+    bad = PARAGRAPH.encode().replace(b"Tuesday", b"Tues\xff\xfeday")
+    texts = pa.array([good, bad, b"\xc3\x28 only broken bytes \xa0\xa1"], type=pa.binary()).view(pa.string())
+    table = pa.table({"id": pa.array(["a", "b", "c"]), "text": texts})
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(tmp_path / "in.parquet"), "--output", str(out)) == 0
+    clusters = {r["id"]: r for r in spark.read.parquet(str(out / "clusters")).collect()}
+    assert set(clusters) == {"a", "b", "c"}
+    assert clusters["b"]["status"] == "near_duplicate" and clusters["b"]["cluster_id"] == "a"
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["invalid_utf8_documents"] == 2
+
+
+def test_gzipped_json_lines_are_read(spark, dedupe_main, tmp_path):
+    src = tmp_path / "in.jsonl.gz"
+    with gzip.open(src, "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"id": 1, "text": PARAGRAPH}) + "\n" + json.dumps({"id": 2, "text": PARAGRAPH}) + "\n")
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
+    statuses = sorted(r["status"] for r in spark.read.parquet(str(out / "clusters")).collect())
+    assert statuses == ["exact_duplicate", "kept"]
+
+
+def test_a_failed_run_leaves_no_output_and_keeps_the_old_one(spark, dedupe_main, tmp_path, monkeypatch):
+    src = _write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": f"{PARAGRAPH} {i}"} for i in range(5)])
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
+    before = (out / "report.json").read_text()
+
+    from simhash_udf import clusters
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated failure after the join")
+
+    monkeypatch.setattr(clusters, "assign_clusters", broken)
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        _run(dedupe_main, spark, "--input", str(src), "--output", str(out), "--overwrite")
+    assert (out / "report.json").read_text() == before
+    with pytest.raises(RuntimeError):
+        _run(dedupe_main, spark, "--input", str(src), "--output", str(tmp_path / "fresh"))
+    assert not (tmp_path / "fresh").exists()
+    assert _no_staging_left(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_50_mb_document_is_fingerprinted_on_its_prefix(spark, dedupe_main, tmp_path):
+    huge = (PARAGRAPH + " ") * (50_000_000 // (len(PARAGRAPH) + 1))
+    src = _write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"id": 1, "text": huge},
+            {"id": 2, "text": huge + " one more line at the very end"},
+            {"id": 3, "text": "A different, ordinary page about gardening: " + "tomatoes, beans, " * 20},
+        ],
+    )
+    assert src.stat().st_size > 90_000_000
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
+    clusters = {r["id"]: r for r in spark.read.parquet(str(out / "clusters")).collect()}
+    # The two giant documents differ only after the fingerprinted prefix: near duplicates
+    # at distance 0, not exact copies (their full texts differ).
+    assert clusters[2]["status"] == "near_duplicate" and clusters[2]["cluster_id"] == 1
+    assert clusters[3]["status"] == "kept"
