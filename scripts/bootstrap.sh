@@ -23,8 +23,14 @@ fi
 stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing the project and its pinned dependencies into .venv (a few minutes the first time)"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  # pip's and the build backend's chatter goes to a log, shown only if the install fails.
+  if ! { .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip \
+         && .venv/bin/python -m pip install --disable-pip-version-check -e '.[test]'; } \
+       >.venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    echo "bootstrap: installing failed (log above, also in .venv/install.log)" >&2
+    exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -6,12 +6,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
 WEIGHTINGS = ("tfidf", "tf", "binary")
 KEEP_ORDERS = ("asc", "desc")
 
+# Most band tables an explicit --blocks may ask for (C(blocks, k)); the cost model never
+# chooses more than bands.MAX_TABLES.
+MAX_EXPLICIT_TABLES = 5000
 # Largest k accepted: beyond ~10 bits of 64 a simhash match says little about the text,
 # and the band plan degenerates towards comparing everything with everything.
 MAX_K = 16
@@ -88,6 +92,12 @@ class DedupeConfig:
                 f"blocks must be greater than k ({self.k}) and at most 64, got {self.blocks}: "
                 "two fingerprints within k bits are only guaranteed to share a block when "
                 "there are more blocks than differing bits"
+            )
+        if self.blocks is not None and math.comb(self.blocks, self.k) > MAX_EXPLICIT_TABLES:
+            raise ConfigError(
+                f"blocks={self.blocks} with k={self.k} makes C({self.blocks}, {self.k}) = "
+                f"{math.comb(self.blocks, self.k):,} band tables (at most {MAX_EXPLICIT_TABLES:,}); "
+                "use fewer blocks, or leave --blocks out to let the cost model choose"
             )
         if self.keep_order not in KEEP_ORDERS:
             raise ConfigError(f"keep_order must be one of {KEEP_ORDERS}, got {self.keep_order!r}")

@@ -26,6 +26,10 @@ _JOIN = "\x1f"
 # Features are expanded to a (features x 64) sign matrix this many at a time, bounding memory
 # to ~64 MB per chunk whatever the batch holds.
 _CHUNK = 1 << 17
+# Weights are summed as integers in units of 1/1024: exact and independent of summation
+# order, so a bit whose sum is a tie is clear under every weighting that scales alike
+# (floating-point sums leave +-1e-13 noise there). A 1M-character text stays below 2^35.
+_WEIGHT_SCALE = 1024
 
 
 def feature_hash(feature: str) -> int:
@@ -60,21 +64,22 @@ def simhash_from_hashes(
     """Simhash of many documents from their features' hashes, in one vectorised pass.
 
     hashes: uint64, the features of all documents, document after document.
-    weights: float64, one per feature.
+    weights: float64, one per feature (summed in fixed point, see `_WEIGHT_SCALE`).
     lengths: how many features each document has (they sum to len(hashes)).
     Returns int64, one fingerprint per document; a document with no features gets 0 here,
     callers never keep those (see `fingerprints`).
     """
     n_docs = len(lengths)
     doc_of_feature = np.repeat(np.arange(n_docs), lengths)
-    sums = np.zeros((n_docs, 64), dtype=np.float64)
+    sums = np.zeros((n_docs, 64), dtype=np.int64)
     hashes = np.ascontiguousarray(hashes, dtype="<u8")
+    fixed = np.rint(np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE).astype(np.int64)
     for start in range(0, len(hashes), _CHUNK):
         chunk = hashes[start : start + _CHUNK]
         # bits[f, i] is bit i of feature f's hash (bit 0 the least significant).
         bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        signed = bits.astype(np.float64) * 2.0 - 1.0
-        signed *= weights[start : start + _CHUNK, None]
+        signed = bits.astype(np.int64) * 2 - 1
+        signed *= fixed[start : start + _CHUNK, None]
         np.add.at(sums, doc_of_feature[start : start + _CHUNK], signed)
     packed = np.packbits(sums > 0, axis=1, bitorder="little")
     return packed.view("<u8").reshape(n_docs).view(np.int64)

@@ -23,8 +23,20 @@ _HAS_WORD_CHAR = re.compile(r"\w")
 _WORDS = re.compile(r"\w+")
 # Han ideographs (CJK Unified Ideographs and Extension A); enough to route a text to jieba.
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-# Elements whose content is never visible text.
-_INVISIBLE_TAGS = "script, style, noscript, template, head, svg, iframe, object"
+# Elements whose content is never visible text. `title` and `meta` are listed because a
+# parser may move them into the body when the head closes early (a stray element in it).
+_INVISIBLE_TAGS = "script, style, noscript, template, head, title, meta, link, svg, iframe, object"
+# Elements that start a new line of text in a browser: their boundaries separate words,
+# while inline elements (b, i, span, a, ...) do not (`<b>T</b>his` reads "This").
+_BLOCK_TAGS = (
+    "address, article, aside, blockquote, br, caption, dd, details, dialog, div, dl, dt, "
+    "fieldset, figcaption, figure, footer, form, h1, h2, h3, h4, h5, h6, header, hr, li, "
+    "main, nav, ol, option, p, pre, section, summary, table, td, th, tr, ul"
+)
+# Browsers run with scripting on, where <noscript> content is raw text that is never shown;
+# lexbor parses as if scripting were off, which can spill that content into the page (and
+# close <head> early). Removing the elements before parsing reproduces what a browser shows.
+_NOSCRIPT = re.compile(r"<noscript\b.*?(?:</noscript\s*>|$)", re.IGNORECASE | re.DOTALL)
 
 
 def decode_utf8(raw: bytes | None) -> tuple[str | None, bool]:
@@ -43,18 +55,22 @@ def decode_utf8(raw: bytes | None) -> tuple[str | None, bool]:
 def html_to_text(html: str) -> str:
     """Visible text of an HTML document or fragment, parsed with lexbor (HTML5).
 
-    Scripts, styles and other invisible elements are dropped, entities are decoded and block
-    boundaries become spaces (so words on either side of a tag do not run together).
+    Scripts, styles and other invisible elements are dropped, entities are decoded, and block
+    boundaries become spaces (so words on either side of a paragraph break do not run
+    together) while inline tags join their text as a browser shows it.
     """
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(html)
+    tree = LexborHTMLParser(_NOSCRIPT.sub(" ", html))
     for node in tree.css(_INVISIBLE_TAGS):
         node.decompose()
     root = tree.body if tree.body is not None else tree.root
     if root is None:
         return ""
-    return root.text(separator=" ", strip=False)
+    for node in root.css(_BLOCK_TAGS):
+        node.insert_before(" ")
+        node.insert_after(" ")
+    return root.text(separator="", strip=False)
 
 
 @functools.cache
@@ -62,6 +78,22 @@ def _opencc_t2s() -> Any:
     import opencc
 
     return opencc.OpenCC("t2s")
+
+
+def _to_simplified(text: str) -> str:
+    """OpenCC t2s until the text stops changing.
+
+    One pass is not always a fixed point (乾清宮 -> 乾清宫 -> 干清宫: the phrase table fires on
+    the first pass, the character table on the second), and a Simplified page must meet its
+    Traditional copy whichever form each started in.
+    """
+    converter = _opencc_t2s()
+    for _ in range(4):
+        converted = converter.convert(text)
+        if converted == text:
+            break
+        text = converted
+    return text
 
 
 def normalise(text: str) -> str:
@@ -73,7 +105,7 @@ def normalise(text: str) -> str:
     """
     text = unicodedata.normalize("NFKC", text)
     if _HAN.search(text):
-        text = _opencc_t2s().convert(text)
+        text = _to_simplified(text)
     text = text.casefold()
     return _WHITESPACE.sub(" ", text).strip()
 
