@@ -26,7 +26,8 @@ def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str
     components: `node`, `component` (long): the component of each fingerprint with at least
         one near duplicate (others are their own component).
     keep_order: `asc` or `desc`, the order of `keep_by` in which the kept document is chosen;
-        ties, and documents without `keep_by`, fall back to the smallest id.
+        a null `keep_by` comes after every value in either order; ties, and frames without
+        `keep_by`, fall back to the smallest id.
     Returns `id`, `cluster_id` (the kept document's id; null when skipped), `fingerprint`,
     `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`, `distance` (Hamming
     distance to the kept document's fingerprint, when both have one).

@@ -83,4 +83,8 @@ def connected_components(
     else:
         raise ComponentsDidNotConverge(f"no star forest after {max_rounds} rounds")
     roots = current.select(F.col("v").alias("node"), F.col("v").alias("component")).distinct()
-    return current.select(F.col("u").alias("node"), F.col("v").alias("component")).unionByName(roots)
+    labelled = current.select(F.col("u").alias("node"), F.col("v").alias("component")).unionByName(roots)
+    # A node whose only edge is a self-loop is a component of its own.
+    loops = edges.where(F.col("src") == F.col("dst")).select(F.col("src").alias("node")).distinct()
+    alone = loops.join(labelled, "node", "left_anti").select("node", F.col("node").alias("component"))
+    return labelled.unionByName(alone)
