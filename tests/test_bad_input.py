@@ -21,6 +21,15 @@ PARAGRAPH = (
 )
 
 
+LONGER = (
+    "The council also approved a plan to widen the coast road between the fish market and the "
+    "old lighthouse, where lorries queue every morning. Residents asked for a cycle lane, a "
+    "lower speed limit near the primary school and more trees along the promenade; the "
+    "engineers promised a revised drawing before the summer recess and a public meeting in "
+    "the library hall, with the mayor, the harbour master and the bus company all invited."
+)
+
+
 def _write_jsonl(path: Path, rows: list) -> Path:
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     return path
@@ -132,8 +141,10 @@ def test_empty_null_and_unparseable_rows_are_counted_not_lost(spark, dedupe_main
 
 
 def test_invalid_utf8_in_parquet_is_decoded_and_counted(spark, dedupe_main, tmp_path):
-    good = PARAGRAPH.encode()
-    bad = PARAGRAPH.encode().replace(b"Tuesday", b"Tues\xff\xfeday")
+    # A page long enough that two replaced bytes stay within k bits of the clean copy.
+    page = " ".join([PARAGRAPH, LONGER, PARAGRAPH.replace("Tuesday", "Monday")])
+    good = page.encode()
+    bad = page.encode().replace(b"Tuesday", b"Tues\xff\xfeday", 1)
     texts = pa.array([good, bad, b"\xc3\x28 only broken bytes \xa0\xa1"], type=pa.binary()).view(pa.string())
     table = pa.table({"id": pa.array(["a", "b", "c"]), "text": texts})
     pq.write_table(table, tmp_path / "in.parquet")
