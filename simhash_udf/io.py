@@ -106,7 +106,7 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
         return spark.read.parquet(*files), fmt
     if fmt == "text":
         docs = spark.read.text(files, wholetext=True)
-        return docs.select(F.input_file_name().alias("id"), F.col("value").alias("text")), fmt
+        return docs.select(F.col("_metadata.file_path").alias("id"), F.col("value").alias("text")), fmt
     reader = spark.read.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
     # Jackson caps JSON strings at 20M characters by default; a larger page would otherwise
     # turn its whole row into a corrupt record.
