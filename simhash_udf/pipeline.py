@@ -12,6 +12,8 @@ import dataclasses
 import logging
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,31 +60,27 @@ class Stages:
             path = f"{self.work}/{self._serial:03d}-{name}"
             io.write_parquet(frame, path)
             stored = frame.sparkSession.read.parquet(path)
+        # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
+        # with counts is how a long run shows its progress.
+        self.rows[name] = stored.count()
         self.record(name, start)
         return stored
 
     def record(self, name: str, start: float) -> None:
-        """Add the time since `start` to stage `name`."""
+        """Add the time since `start` to stage `name` and log it."""
         self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
+        rows = f", {self.rows[name]:,} rows" if name in self.rows else ""
         log.info(
-            "stage %s: %.1f s so far (%.1f s into the run)",
-            name, self.seconds[name], time.perf_counter() - self._started,
+            "stage %s: %.1f s%s (%.1f s into the run)",
+            name, self.seconds[name], rows, time.perf_counter() - self._started,
         )
 
-    def timed(self, name: str) -> "_Timer":
-        """A context manager that records the time of a block as stage `name`."""
-        return _Timer(self, name)
-
-
-class _Timer:
-    def __init__(self, stages: Stages, name: str) -> None:
-        self.stages, self.name = stages, name
-
-    def __enter__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stages.record(self.name, self.start)
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Record the wall time of a block as stage `name`."""
+        start = time.perf_counter()
+        yield
+        self.record(name, start)
 
 
 @dataclass
@@ -154,7 +152,7 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
         "distinct_fingerprints",
         fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
     )
-    n = distinct.count()
+    n = stages.rows["distinct_fingerprints"]
     plan = bands.choose_plan(n, config.k, config.blocks)
     with stages.timed("candidates"):
         stats = _join_stats(distinct, plan, n)
@@ -350,6 +348,7 @@ def _run_staged(
         },
         "distances": hist["distances"],
         "stage_seconds": dict(stages.seconds),
+        "stage_rows": dict(stages.rows),
         "total_seconds": round(time.time() - started, 3),
     }
     return report
