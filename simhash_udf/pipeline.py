@@ -183,7 +183,14 @@ def _size_bin(size: int) -> str:
     return f"{hi // 2 + 1}-{hi}"
 
 
-def _histograms(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, Any]:
+def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, Any]:
+    """Counts of a result, as the report gives them.
+
+    clusters_frame: `cluster_id`, `status`, `reason` (see `NearDuplicates.clusters`).
+    pairs_frame: `distance` (fingerprint pairs, or pairs by id).
+    Returns by_status, by_reason (status -> reason -> count), clusters, cluster_sizes
+    (power-of-two bins: 1, 2, 3-4, 5-8, ...) and distances (distance -> pairs).
+    """
     status_rows = clusters_frame.groupBy("status", "reason").count().collect()
     by_status: dict[str, int] = {}
     by_reason: dict[str, dict[str, int]] = {}
@@ -239,42 +246,48 @@ def run(
     return report
 
 
-def _read_input(
+@dataclass
+class Input:
+    """The input, read and checked.
+
+    documents: rows with a usable, unique id (all input columns).
+    rejected: rows that cannot be documents, with `reason` (see `documents.rejected_rows`).
+    format: the format read.
+    """
+
+    documents: DataFrame
+    rejected: DataFrame
+    format: str
+
+
+def read_input(
     spark: SparkSession,
     config: DedupeConfig,
     input_path: str,
-    fmt: str | None,
-    stages: Stages,
-    target: io.StagedOutput,
-) -> tuple[DataFrame, str, dict[str, int]]:
-    """Read and check the input; write rows that cannot be documents to `rejected/`.
+    fmt: str | None = None,
+    stages: Stages | None = None,
+) -> Input:
+    """Read the input and check it: the columns `config` needs, and unique ids.
 
-    Returns (documents, the format read, rejected row counts by reason). Raises
-    io.InputError for missing columns and DuplicateIdsError for repeated ids.
+    JSON and CSV input is materialised once (see `io.needs_materialising`). Raises
+    io.InputError for a missing column or unreadable input and DuplicateIdsError (with a
+    sample of the repeated ids) when ids are not unique.
     """
-    start = time.perf_counter()
-    frame, fmt = io.read_documents(spark, input_path, fmt)
-    documents.check_columns(frame, config)
-    stages.record("read", start)
+    stages = stages or Stages()
+    with stages.timed("read"):
+        frame, fmt = io.read_documents(spark, input_path, fmt)
+        documents.check_columns(frame, config)
     if io.needs_materialising(fmt):
         frame = stages.materialise("parse", frame)
-    start = time.perf_counter()
-    docs, rejected = documents.rejected_rows(frame, config.id_col)
-    repeated = documents.duplicate_ids(docs, config.id_col)
+    with stages.timed("check_ids"):
+        docs, rejected = documents.rejected_rows(frame, config.id_col)
+        repeated = documents.duplicate_ids(docs, config.id_col)
     if repeated:
         raise DuplicateIdsError(
             f"the id column {config.id_col!r} is not unique; repeated ids include: "
             + ", ".join(map(repr, repeated))
         )
-    rejected_counts = {r["reason"]: r["count"] for r in rejected.groupBy("reason").count().collect()}
-    if rejected_counts:
-        io.write_parquet(rejected, target.path("rejected"))
-        log.warning(
-            "%d input rows could not be documents (%s); see rejected/",
-            sum(rejected_counts.values()), rejected_counts,
-        )
-    stages.record("check_ids", start)
-    return docs, fmt, rejected_counts
+    return Input(docs, rejected, fmt)
 
 
 def _run_staged(
@@ -286,7 +299,15 @@ def _run_staged(
     started: float,
 ) -> dict[str, Any]:
     stages = Stages(work=target.work)
-    docs, fmt, rejected_counts = _read_input(spark, config, input_path, fmt, stages, target)
+    source = read_input(spark, config, input_path, fmt, stages)
+    docs, fmt = source.documents, source.format
+    rejected_counts = {r["reason"]: r["count"] for r in source.rejected.groupBy("reason").count().collect()}
+    if rejected_counts:
+        io.write_parquet(source.rejected, target.path("rejected"))
+        log.warning(
+            "%d input rows could not be documents (%s); see rejected/",
+            sum(rejected_counts.values()), rejected_counts,
+        )
     found = find_near_duplicates(docs, config, stages)
     with stages.timed("clusters"):
         io.write_parquet(found.clusters, target.path("clusters"))
@@ -305,7 +326,7 @@ def _run_staged(
         deduped = docs.join(kept.select(F.col("id").alias(config.id_col)), config.id_col, "left_semi")
         io.write_parquet(deduped, target.path("deduped"))
     with stages.timed("report"):
-        hist = _histograms(clusters_frame, found.fingerprint_pairs)
+        hist = summarise(clusters_frame, found.fingerprint_pairs)
         texts_counts = {}
         if found.texts is not None:
             row = found.texts.agg(
