@@ -5,15 +5,16 @@
 Every document is normalised (`simhash_udf.text.normalise`) and fingerprinted
 (`simhash_udf.fingerprint.fingerprints`, default `FingerprintConfig`), then every pair is
 compared with `hamming`. The labels hold when:
-  - two documents of one group are equal after normalisation, or both have a fingerprint and
-    are at most k bits apart (every pair directly, not only through a chain);
   - two documents of different groups are not equal after normalisation and, when both have a
     fingerprint, are at least --min-gap bits apart (a margin well beyond k);
   - the kinds agree with the texts: `empty` normalises to "" and nothing else does,
     `exact_copy` equals its group's original after normalisation, `near_copy` does not,
     each group with copies has one `original` with the group's smallest id, a `distinct`
     document is alone in its group.
-Prints per-group figures and the closest pairs across groups; exits 1 if any check fails.
+Whether a near copy (an edited page) lands within k of its original is what simhash at the
+default settings achieves, not a label: it is reported (near copies found, with the distance
+of each one missed) and never fails the check. Prints per-group figures and the closest pairs
+across groups; exits 1 if any check fails.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     within: dict[str, int] = defaultdict(int)
     within_hist: Counter[int] = Counter()
     between: list[tuple[int, int, int]] = []
+    missed: list[str] = []
     for a, b in itertools.combinations(live, 2):
         same = row_of[a]["group"] == row_of[b]["group"]
         exact = norm[a] == norm[b]
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 within_hist[d if d is not None else -1] += 1
             if not exact and (d is None or d > args.k):
                 why = "no fingerprint and texts differ" if d is None else f"distance {d} > k={args.k}"
-                errors.append(f"{row_of[a]['group']}: ids {a} and {b} are not duplicates ({why})")
+                missed.append(f"{row_of[a]['group']}: ids {a} and {b} ({why})")
         else:
             if exact:
                 errors.append(f"ids {a} ({row_of[a]['group']}) and {b} ({row_of[b]['group']}) are equal after normalisation")
@@ -132,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     same_pairs = sum(within_hist.values())
     print(f"within groups, pairs not equal after normalisation: {same_pairs}; distances {dict(sorted(within_hist.items()))}")
+    print(f"  within k={args.k}: {same_pairs - len(missed)} of {same_pairs}; beyond k (near copies the fingerprints miss):")
+    for line in missed:
+        print("    " + line)
     if between:
         between.sort()
         ds = [d for d, _, _ in between]

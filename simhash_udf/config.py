@@ -29,8 +29,8 @@ class ConfigError(ValueError):
 class FingerprintConfig:
     """How a normalised text becomes a 64-bit simhash.
 
-    tokenizer: `auto` (jieba where the text has Han characters, words elsewhere),
-        `jieba`, `word` (Unicode word characters between separators) or `char`.
+    tokenizer: `auto` (jieba on runs of Han characters, words everywhere else), `jieba`
+        (jieba on the whole text), `word` (runs of Unicode word characters) or `char`.
     ngram: features are n-grams of consecutive tokens (characters for `char`).
     weighting: `tfidf` (term count x jieba's IDF table, median IDF for unknown tokens),
         `tf` (term count) or `binary` (each distinct feature once).
@@ -42,8 +42,8 @@ class FingerprintConfig:
 
     tokenizer: str = "auto"
     ngram: int = 1
-    weighting: str = "tfidf"
-    min_features: int = 8
+    weighting: str = "binary"
+    min_features: int = 1
     max_chars: int = 1_000_000
 
     def __post_init__(self) -> None:

@@ -18,7 +18,8 @@ import numpy as np
 import xxhash
 
 from simhash_udf.config import FingerprintConfig
-from simhash_udf.text import jieba_idf, ngrams, tokens
+from simhash_udf.idf import idf
+from simhash_udf.text import ngrams, tokens
 
 # A feature is the UTF-8 of its tokens joined by the unit separator, which normalised text
 # never contains, so ("ab", "c") and ("a", "bc") cannot hash alike.
@@ -41,8 +42,8 @@ def weighted_features(text: str, config: FingerprintConfig) -> dict[str, float]:
     """The features of a normalised text and their weights.
 
     Features are token n-grams (see `FingerprintConfig.ngram`). Weights: `binary` 1 each;
-    `tf` the feature's count; `tfidf` the count times the mean jieba IDF of its tokens, with
-    the table's median IDF for tokens it does not hold (as `jieba.analyse` does).
+    `tf` the feature's count; `tfidf` the count times the mean IDF of its tokens (see
+    :mod:`idf`: jieba's table for Chinese, English word frequencies for the rest).
     """
     toks = tokens(text[: config.max_chars], config.tokenizer)
     counts = Counter(_JOIN.join(gram) for gram in ngrams(toks, config.ngram))
@@ -50,11 +51,10 @@ def weighted_features(text: str, config: FingerprintConfig) -> dict[str, float]:
         return {f: 1.0 for f in counts}
     if config.weighting == "tf":
         return {f: float(c) for f, c in counts.items()}
-    idf, median = jieba_idf()
     weights = {}
     for feature, count in counts.items():
         parts = feature.split(_JOIN)
-        weights[feature] = count * math.fsum(idf.get(p, median) for p in parts) / len(parts)
+        weights[feature] = count * math.fsum(idf(p) for p in parts) / len(parts)
     return weights
 
 

@@ -21,8 +21,9 @@ _WHITESPACE = re.compile(r"\s+")
 # punctuation and spaces that the segmenters return as tokens carry no content.
 _HAS_WORD_CHAR = re.compile(r"\w")
 _WORDS = re.compile(r"\w+")
-# Han ideographs (CJK Unified Ideographs and Extension A); enough to route a text to jieba.
+# Han ideographs (CJK Unified Ideographs and Extension A): what jieba segments.
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 # Elements whose content is never visible text. `title` and `meta` are listed because a
 # parser may move them into the body when the head closes early (a stray element in it).
 _INVISIBLE_TAGS = "script, style, noscript, template, head, title, meta, link, svg, iframe, object"
@@ -134,20 +135,6 @@ def _jieba_tokenizer() -> Any:
     return tokenizer
 
 
-@functools.cache
-def jieba_idf() -> tuple[dict[str, float], float]:
-    """jieba's IDF table (the one `jieba.analyse.extract_tags` uses) and its median."""
-    path = importlib.resources.files("jieba.analyse").joinpath("idf.txt")
-    table: dict[str, float] = {}
-    with path.open("r", encoding="utf-8") as lines:
-        for line in lines:
-            word, _, value = line.strip().partition(" ")
-            if word and value:
-                table[word] = float(value)
-    median = sorted(table.values())[len(table) // 2]
-    return table, median
-
-
 def jieba_tokens(text: str) -> list[str]:
     """jieba's segmentation (precise mode, HMM on), content tokens only."""
     return [t for t in _jieba_tokenizer().cut(text, HMM=True) if _HAS_WORD_CHAR.search(t)]
@@ -163,10 +150,27 @@ def char_tokens(text: str) -> list[str]:
     return [c for c in text if not c.isspace()]
 
 
+def mixed_tokens(text: str) -> list[str]:
+    """jieba's segmentation of every run of Han characters, words everywhere else.
+
+    Only the Chinese runs go to jieba, so one Han character in a Korean or Portuguese page
+    does not change how the rest of it is split (jieba cuts Hangul into syllables and
+    accented words into pieces), and a page tokenises alike whatever else it quotes.
+    """
+    found: list[str] = []
+    position = 0
+    for run in _HAN_RUN.finditer(text):
+        found.extend(word_tokens(text[position : run.start()]))
+        found.extend(jieba_tokens(run.group()))
+        position = run.end()
+    found.extend(word_tokens(text[position:]))
+    return found
+
+
 def tokens(text: str, tokenizer: str) -> list[str]:
     """Tokens of a normalised text with the named tokenizer (see `FingerprintConfig`)."""
     if tokenizer == "auto":
-        return jieba_tokens(text) if has_han(text) else word_tokens(text)
+        return mixed_tokens(text)
     if tokenizer == "jieba":
         return jieba_tokens(text)
     if tokenizer == "word":

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, brute_force_pairs
+from conftest import ROOT, brute_force_pairs, popcount64
 
 pytestmark = pytest.mark.spark
 
@@ -40,18 +40,32 @@ def test_every_document_has_one_row_and_a_status(spark, sample_run):
 
 
 def test_clusters_follow_the_planted_groups(spark, sample_run):
-    """Documents the sample's author put in one group share a cluster; other groups do not."""
+    """No cluster mixes two of the groups the sample's author planted; exact copies (also in
+    Traditional script) always join their original; a near copy joins it whenever their
+    fingerprints are within k. (How many near copies are within k is simhash's recall, which
+    docs/defaults.md measures; it is not a property of the job.)"""
     rows = {r["id"]: r for r in _sample_rows() if (r["text"] or "").strip()}
     clusters = {r["id"]: r for r in spark.read.parquet(str(sample_run / "clusters")).collect()}
-    cluster_of_group = defaultdict(set)
     group_of_cluster = defaultdict(set)
     for doc_id, row in rows.items():
-        cluster_of_group[row["group"]].add(clusters[doc_id]["cluster_id"])
         group_of_cluster[clusters[doc_id]["cluster_id"]].add(row["group"])
-    split = {g: c for g, c in cluster_of_group.items() if len(c) > 1}
     merged = {c: g for c, g in group_of_cluster.items() if len(g) > 1}
-    assert not split, f"groups split over clusters: {split}"
     assert not merged, f"clusters merging different groups: {merged}"
+
+    originals = {r["group"]: doc_id for doc_id, r in rows.items() if r["kind"] == "original"}
+    joined_near = 0
+    for doc_id, row in rows.items():
+        if row["group"] not in originals or row["kind"] == "original":
+            continue
+        original = clusters[originals[row["group"]]]
+        mine = clusters[doc_id]
+        if row["kind"] == "exact_copy":
+            assert mine["cluster_id"] == original["cluster_id"], doc_id
+        elif mine["fingerprint"] is not None and original["fingerprint"] is not None:
+            if popcount64(mine["fingerprint"] ^ original["fingerprint"]) <= 3:
+                assert mine["cluster_id"] == original["cluster_id"], doc_id
+                joined_near += 1
+    assert joined_near >= 5, "the sample should show near copies found through fingerprints"
 
 
 def test_kept_document_is_the_smallest_id_and_statuses_agree(spark, sample_run):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import json
 import os
 import random
@@ -95,12 +97,23 @@ def jieba_reference_idf():
 def test_tfidf_weights_use_jiebas_idf_table_and_its_median(jieba_reference_idf) -> None:
     reference = jieba_reference_idf
     config = FingerprintConfig(tokenizer="jieba", weighting="tfidf")
-    weights = weighted_features("北京 北京 天安门 qqzzxxunknown", config)
-    assert set(weights) == {"北京", "天安门", "qqzzxxunknown"}
+    weights = weighted_features("北京 北京 天安门 龘", config)
+    assert set(weights) == {"北京", "天安门", "龘"}
     assert weights["北京"] == pytest.approx(2 * reference.idf_freq["北京"])
     assert weights["天安门"] == pytest.approx(reference.idf_freq["天安门"])
-    assert "qqzzxxunknown" not in reference.idf_freq
-    assert weights["qqzzxxunknown"] == pytest.approx(reference.median_idf)
+    assert "龘" not in reference.idf_freq
+    assert weights["龘"] == pytest.approx(reference.median_idf)
+
+
+def test_tfidf_weights_of_english_words_follow_their_frequency() -> None:
+    """jieba's table has no English: wordfreq's English list makes function words light."""
+    import wordfreq
+
+    config = FingerprintConfig(tokenizer="word", weighting="tfidf")
+    weights = weighted_features("the the harbour qqzzxxunknown", config)
+    assert weights["the"] == pytest.approx(-2 * math.log(wordfreq.word_frequency("the", "en")), rel=1e-3)
+    assert weights["harbour"] == pytest.approx(-math.log(wordfreq.word_frequency("harbour", "en")), rel=1e-3)
+    assert weights["the"] / 2 < weights["harbour"] < weights["qqzzxxunknown"]
 
 
 def test_tfidf_weight_of_an_ngram_is_count_times_mean_idf(jieba_reference_idf) -> None:

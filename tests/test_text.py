@@ -325,12 +325,22 @@ def test_char_tokens_are_the_non_space_characters(text: str) -> None:
     assert "".join(char_tokens(text)) == "".join(text.split())
 
 
-def test_auto_uses_jieba_when_text_has_han() -> None:
+def test_auto_uses_jieba_on_han_runs_and_words_elsewhere() -> None:
     text = "你好世界 pi 3.14"
     # The two tokenizers disagree on this text, so the assertion tells them apart.
     assert word_tokens(text) == ["你好世界", "pi", "3", "14"]
-    assert tokens(text, "auto") == ["你好", "世界", "pi", "3.14"]
     assert tokens(text, "jieba") == ["你好", "世界", "pi", "3.14"]
+    assert tokens(text, "auto") == ["你好", "世界", "pi", "3", "14"]
+
+
+def test_one_han_character_does_not_change_how_the_rest_is_split() -> None:
+    """jieba cuts Hangul into syllables and accented words into pieces: `auto` keeps the
+    words of a Korean or Portuguese page whole whatever Han character it quotes."""
+    korean = "대한민국 정부는 오늘 새로운 경제 정책을 발표했다"
+    portuguese = "a página inicial do jornal"
+    for text in (korean, portuguese):
+        assert tokens(text + " 美", "auto") == word_tokens(text) + ["美"]
+        assert tokens(text + " 美", "jieba") != word_tokens(text) + ["美"]
 
 
 def test_auto_uses_words_when_text_has_no_han() -> None:
