@@ -332,7 +332,7 @@ Reply from pixel_harbor » Wed 21 May 2025, 20:12
 That makes sense. Going with the mirror and a cloud copy of the photos folder. Thanks!"""
 
 # --------------------------------------------------------------------------------------------
-# English: short error pages (fewer distinct tokens than min_features = 8)
+# English: short error pages (a few tokens; matched exactly or through their fingerprint)
 # --------------------------------------------------------------------------------------------
 
 EN_SHORT_404 = "404 — Page not found"
@@ -620,7 +620,7 @@ DOCS: list[tuple[str, str, str, str, str, str]] = [
      "an edit note appended to the thread"),
     ("en-forum-2", "distinct", "en", "https://forum.homelab.example.com/t/which-drives-for-a-4-bay-nas/4420",
      EN_FORUM_2, "different thread, same forum and a shared replier"),
-    # short pages: fewer than min_features tokens, matched only exactly
+    # short pages: a few tokens each
     ("en-short-404", "original", "en", "https://riverside-daily.example.com/missing-page",
      EN_SHORT_404, "error page, 4 tokens: no fingerprint"),
     ("en-short-404", "exact_copy", "en", "https://shop.copperleaf.example.com/missing-page",

@@ -68,13 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     match.add_argument(
         "--tokenizer", choices=TOKENIZERS, default=fp.tokenizer,
-        help="auto: jieba for text with Chinese characters, words otherwise; jieba; word; char",
+        help="auto: jieba on runs of Chinese characters, words elsewhere; jieba (whole text); "
+        "word; char (defaults measured on real text: docs/defaults.md)",
     )
     match.add_argument("--ngram", type=int, default=fp.ngram, help="features are n-grams of tokens (of characters with --tokenizer char)")
-    match.add_argument("--weighting", choices=WEIGHTINGS, default=fp.weighting, help="feature weights: TF-IDF (jieba's IDF table), term counts, or 1 each")
+    match.add_argument("--weighting", choices=WEIGHTINGS, default=fp.weighting, help="feature weights: 1 each (binary), term counts (tf), or counts x IDF (tfidf: "
+        "jieba's table for Chinese, English word frequencies otherwise)")
     match.add_argument(
         "--min-features", type=int, default=fp.min_features,
-        help="texts with fewer distinct features get no fingerprint and are matched only as exact copies",
+        help="texts with fewer distinct features get no fingerprint and are matched only as "
+        "exact copies (empty texts never get one)",
     )
     match.add_argument("--max-chars", type=int, default=fp.max_chars, help="fingerprint only the first N characters of a normalised text")
 
