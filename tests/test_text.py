@@ -392,3 +392,17 @@ def test_ngrams_count_and_overlap(items: list[str], n: int) -> None:
         # Each gram starts where its index says: rebuilding the sequence from the first
         # item of every gram plus the tail of the last gram gives the items back.
         assert [g[0] for g in grams] + list(grams[-1][1:]) == items
+
+
+def test_jieba_loads_quietly_even_with_warnings_as_errors(tmp_path) -> None:
+    """jieba 0.42 imports pkg_resources when it can (deprecated in recent setuptools) and logs
+    its dictionary loading: neither may reach a user's console or break a strict run."""
+    import subprocess
+    import sys
+
+    code = "from simhash_udf.text import jieba_tokens; print(jieba_tokens('我们在北京'))"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['我们', '在', '北京']"
+    assert result.stderr == ""
