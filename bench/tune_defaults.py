@@ -1384,6 +1384,14 @@ def weighting_figures(m: Measured, rec: Choice) -> str:
         else:
             recall = near_copy_recall(m, alt, rec.k, rec.min_features)
             detail = f"rails hold, near-copies {pct(recall, 0)}"
+            beyond = [
+                (rec.k + d, broken_rails(rails(m, alt, rec.k + d, rec.min_features)))
+                for d in range(1, SAFETY_MARGIN + 1)
+            ]
+            beyond = [(k, b) for k, b in beyond if b]
+            if beyond:
+                k_broken, what = beyond[0]
+                detail += f", but not with the margin: at k = {k_broken}: " + "; ".join(what)
         parts.append(f"{alt.label} at k = {rec.k}: {detail}")
     return "; ".join(parts)
 
