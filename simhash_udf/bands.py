@@ -27,10 +27,11 @@ _ALL = (1 << BITS) - 1
 # Relative cost of one shuffled band-key row against one candidate pair produced and
 # verified by the join. A row is written, shuffled, read and sorted (~16-24 bytes); a
 # candidate is a generated row checked by `bit_count` in Spark's generated code.
-# Measured here on local[2] (issue #3 baseline: 1M fingerprints x 4 tables in ~14 s with 31M
-# candidates); refined by the benchmarks.
+# Measured on local[2] with 1M random fingerprints, k = 3: 4 blocks (4M rows, 31M
+# candidates) 10.8 s, 5 blocks (10M rows, 0.1M candidates) 8.2 s, so a row costs ~0.8 us
+# and a candidate ~0.24 us. The benchmarks of issue #3 refine this.
 COST_PER_ROW = 1.0
-COST_PER_CANDIDATE = 0.05
+COST_PER_CANDIDATE = 0.3
 # Plans with more tables than this are never chosen automatically: at C(B, k) > 1000 the
 # shuffle dwarfs anything wider keys can save on the data sizes this job handles.
 MAX_TABLES = 1000
