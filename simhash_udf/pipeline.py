@@ -8,9 +8,7 @@ each stage a wall time); in a notebook, `Stages()` checkpoints locally instead.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf import __version__, bands, clusters, documents, io, join
+from simhash_udf import bands, clusters, documents, io, join, report
 from simhash_udf.components import connected_components
 from simhash_udf.config import DedupeConfig
 
@@ -34,6 +32,10 @@ HOT_BUCKETS_LISTED = 10
 
 class DuplicateIdsError(io.InputError):
     """The id column is not unique."""
+
+
+class LostRowsError(RuntimeError):
+    """The outputs do not account for every input row: a bug, never published."""
 
 
 @dataclass
@@ -175,49 +177,6 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)
 
 
-def _size_bin(size: int) -> str:
-    """Power-of-two bins: 1, 2, 3-4, 5-8, 9-16, ..."""
-    if size <= 2:
-        return str(size)
-    hi = 1 << math.ceil(math.log2(size))
-    return f"{hi // 2 + 1}-{hi}"
-
-
-def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, Any]:
-    """Counts of a result, as the report gives them.
-
-    clusters_frame: `cluster_id`, `status`, `reason` (see `NearDuplicates.clusters`).
-    pairs_frame: `distance` (fingerprint pairs, or pairs by id).
-    Returns by_status, by_reason (status -> reason -> count), clusters, cluster_sizes
-    (power-of-two bins: 1, 2, 3-4, 5-8, ...) and distances (distance -> pairs).
-    """
-    status_rows = clusters_frame.groupBy("status", "reason").count().collect()
-    by_status: dict[str, int] = {}
-    by_reason: dict[str, dict[str, int]] = {}
-    for row in status_rows:
-        by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
-        if row["reason"] is not None:
-            by_reason.setdefault(row["status"], {})[row["reason"]] = row["count"]
-    sizes = (
-        clusters_frame.where(F.col("cluster_id").isNotNull())
-        .groupBy("cluster_id").count()
-        .groupBy(F.col("count").alias("size")).count()
-        .collect()
-    )
-    size_hist: dict[str, int] = {}
-    for row in sorted(sizes, key=lambda r: r["size"]):
-        key = _size_bin(row["size"])
-        size_hist[key] = size_hist.get(key, 0) + row["count"]
-    distances = pairs_frame.groupBy("distance").count().orderBy("distance").collect()
-    return {
-        "by_status": by_status,
-        "by_reason": by_reason,
-        "clusters": sum(r["count"] for r in sizes),
-        "cluster_sizes": size_hist,
-        "distances": {str(r["distance"]): r["count"] for r in distances},
-    }
-
-
 def run(
     spark: SparkSession,
     config: DedupeConfig,
@@ -236,14 +195,14 @@ def run(
     started = time.time()
     target = io.StagedOutput(spark, output, overwrite)
     try:
-        report = _run_staged(spark, config, input_path, fmt, target, started)
-        report["output"] = output
-        target.write_text("report.json", io.report_json(report))
+        result = _run_staged(spark, config, input_path, fmt, target, started)
+        result["output"] = output
+        target.write_text("report.json", io.report_json(result))
         target.publish()
     except BaseException:
         target.discard()
         raise
-    return report
+    return result
 
 
 @dataclass
@@ -253,11 +212,13 @@ class Input:
     documents: rows with a usable, unique id (all input columns).
     rejected: rows that cannot be documents, with `reason` (see `documents.rejected_rows`).
     format: the format read.
+    rows: how many rows the input has, counted on the input itself.
     """
 
     documents: DataFrame
     rejected: DataFrame
     format: str
+    rows: int
 
 
 def read_input(
@@ -279,6 +240,10 @@ def read_input(
         documents.check_columns(frame, config)
     if io.needs_materialising(fmt):
         frame = stages.materialise("parse", frame)
+        rows = stages.rows["parse"]
+    else:
+        with stages.timed("read"):
+            rows = frame.count()
     with stages.timed("check_ids"):
         docs, rejected = documents.rejected_rows(frame, config.id_col)
         repeated = documents.duplicate_ids(docs, config.id_col)
@@ -287,7 +252,7 @@ def read_input(
             f"the id column {config.id_col!r} is not unique; repeated ids include: "
             + ", ".join(map(repr, repeated))
         )
-    return Input(docs, rejected, fmt)
+    return Input(docs, rejected, fmt, rows)
 
 
 def _run_staged(
@@ -312,11 +277,9 @@ def _run_staged(
     with stages.timed("clusters"):
         io.write_parquet(found.clusters, target.path("clusters"))
     clusters_frame = spark.read.parquet(target.path("clusters"))
-    pairs_frame = found.pairs
     if config.write_pairs:
         with stages.timed("pairs"):
             io.write_parquet(found.pairs, target.path("pairs"))
-        pairs_frame = spark.read.parquet(target.path("pairs"))
     with stages.timed("deduped"):
         kept = clusters_frame.where(F.col("status") == clusters.KEPT)
         if config.keep_empty:
@@ -326,64 +289,23 @@ def _run_staged(
         deduped = docs.join(kept.select(F.col("id").alias(config.id_col)), config.id_col, "left_semi")
         io.write_parquet(deduped, target.path("deduped"))
     with stages.timed("report"):
-        hist = summarise(clusters_frame, found.fingerprint_pairs)
-        texts_counts = {}
-        if found.texts is not None:
-            row = found.texts.agg(
-                F.count(F.lit(1)).alias("distinct_texts"),
-                F.sum(F.col("fingerprint").isNull().cast("int")).alias("too_short_texts"),
-            ).first()
-            texts_counts = {"distinct_texts": row["distinct_texts"], "too_short_texts": row["too_short_texts"] or 0}
-            if found.normalised is not None:
-                texts_counts["invalid_utf8_documents"] = found.normalised.where("invalid_utf8").count()
-    by_status = hist["by_status"]
-    n_docs = sum(by_status.values())
-    report: dict[str, Any] = {
-        "simhash_udf_version": __version__,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "input": {"path": input_path, "format": fmt},
-        "parameters": dataclasses.asdict(config),
-        "counts": {
-            "input_rows": n_docs + sum(rejected_counts.values()),
-            "rejected_rows": rejected_counts,
-            "documents": n_docs,
-            "skipped": hist["by_reason"].get(clusters.SKIPPED, {}),
-            "too_short": sum(
-                n for s, reasons in hist["by_reason"].items() if s != clusters.SKIPPED
-                for r, n in reasons.items() if r == documents.TOO_SHORT
-            ),
-            "kept": by_status.get(clusters.KEPT, 0),
-            "exact_duplicates": by_status.get(clusters.EXACT_DUPLICATE, 0),
-            "near_duplicates": by_status.get(clusters.NEAR_DUPLICATE, 0),
-            "clusters": hist["clusters"],
-            **texts_counts,
-            "distinct_fingerprints": found.join_stats["distinct_fingerprints"],
-        },
-        "cluster_sizes": hist["cluster_sizes"],
-        "band_plan": plan_summary(found.plan, found.join_stats["distinct_fingerprints"], config.blocks is None),
-        "join": {
-            "candidate_pairs": found.join_stats["candidate_pairs"],
-            "verified_pairs": sum(hist["distances"].values()),
-            "largest_bucket": found.join_stats["largest_bucket"],
-            "hot_buckets": found.join_stats.get("hot_buckets", []),
-        },
-        "distances": hist["distances"],
-        "stage_seconds": dict(stages.seconds),
-        "stage_rows": dict(stages.rows),
-        "total_seconds": round(time.time() - started, 3),
-    }
-    return report
-
-
-def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[str, Any]:
-    """The band plan as the report and `--explain` show it."""
-    cost = bands.plan_cost(max(n, 2), plan.k, plan.blocks)
-    return {
-        "chosen_by": "cost model" if chosen_by_model else "--blocks",
-        "k": plan.k,
-        "blocks": plan.blocks,
-        "tables": plan.n_tables,
-        "key_bits": sorted({plan.key_bits(t) for t in range(plan.n_tables)}),
-        "rows_shuffled": int(cost.rows_shuffled),
-        "expected_random_candidates": round(cost.random_candidates, 1),
-    }
+        summary = report.summarise(clusters_frame, found.fingerprint_pairs)
+        accounted = sum(summary["by_status"].values()) + sum(rejected_counts.values())
+        if accounted != source.rows:
+            raise LostRowsError(
+                f"the input has {source.rows} rows but clusters/ and rejected/ hold {accounted}"
+            )
+        text_counts = report.text_counts(found.texts, found.normalised)
+    return report.build(
+        config=config,
+        input_path=input_path,
+        fmt=fmt,
+        started=started,
+        input_rows=source.rows,
+        rejected=rejected_counts,
+        summary=summary,
+        text_counts=text_counts,
+        plan=found.plan,
+        join_stats=found.join_stats,
+        stages=stages,
+    )

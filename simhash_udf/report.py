@@ -1,0 +1,144 @@
+"""The run's report: counts, histograms, the band plan and stage times, as `report.json`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from simhash_udf import __version__, bands
+from simhash_udf.clusters import EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, SKIPPED
+from simhash_udf.config import DedupeConfig
+from simhash_udf.documents import TOO_SHORT
+
+if TYPE_CHECKING:
+    from simhash_udf.pipeline import Stages
+
+
+def _size_bin(size: int) -> str:
+    """Power-of-two bins: 1, 2, 3-4, 5-8, 9-16, ..."""
+    if size <= 2:
+        return str(size)
+    hi = 1 << math.ceil(math.log2(size))
+    return f"{hi // 2 + 1}-{hi}"
+
+
+def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, Any]:
+    """Counts of a result, as the report gives them.
+
+    clusters_frame: `cluster_id`, `status`, `reason` (see `NearDuplicates.clusters`).
+    pairs_frame: `distance` (fingerprint pairs, or pairs by id).
+    Returns by_status, by_reason (status -> reason -> count), clusters, cluster_sizes
+    (power-of-two bins: 1, 2, 3-4, 5-8, ...) and distances (distance -> pairs).
+    """
+    status_rows = clusters_frame.groupBy("status", "reason").count().collect()
+    by_status: dict[str, int] = {}
+    by_reason: dict[str, dict[str, int]] = {}
+    for row in status_rows:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
+        if row["reason"] is not None:
+            by_reason.setdefault(row["status"], {})[row["reason"]] = row["count"]
+    sizes = (
+        clusters_frame.where(F.col("cluster_id").isNotNull())
+        .groupBy("cluster_id").count()
+        .groupBy(F.col("count").alias("size")).count()
+        .collect()
+    )
+    size_hist: dict[str, int] = {}
+    for row in sorted(sizes, key=lambda r: r["size"]):
+        key = _size_bin(row["size"])
+        size_hist[key] = size_hist.get(key, 0) + row["count"]
+    distances = pairs_frame.groupBy("distance").count().orderBy("distance").collect()
+    return {
+        "by_status": by_status,
+        "by_reason": by_reason,
+        "clusters": sum(r["count"] for r in sizes),
+        "cluster_sizes": size_hist,
+        "distances": {str(r["distance"]): r["count"] for r in distances},
+    }
+
+
+def text_counts(texts: DataFrame | None, normalised: DataFrame | None) -> dict[str, int]:
+    """distinct_texts, too_short_texts (texts: `fingerprint`) and invalid_utf8_documents
+    (normalised: `invalid_utf8`); empty for input that carried its own fingerprints."""
+    counts: dict[str, int] = {}
+    if texts is not None:
+        row = texts.agg(
+            F.count(F.lit(1)).alias("distinct_texts"),
+            F.sum(F.col("fingerprint").isNull().cast("int")).alias("too_short_texts"),
+        ).first()
+        counts = {"distinct_texts": row["distinct_texts"], "too_short_texts": row["too_short_texts"] or 0}
+    if normalised is not None:
+        counts["invalid_utf8_documents"] = normalised.where("invalid_utf8").count()
+    return counts
+
+
+def build(
+    *,
+    config: DedupeConfig,
+    input_path: str,
+    fmt: str,
+    started: float,
+    input_rows: int,
+    rejected: dict[str, int],
+    summary: dict[str, Any],
+    text_counts: dict[str, int],
+    plan: bands.BandPlan,
+    join_stats: dict[str, Any],
+    stages: Stages,
+) -> dict[str, Any]:
+    """The report of a run (see the README's table of outputs for what each part means)."""
+    by_status, by_reason = summary["by_status"], summary["by_reason"]
+    too_short = sum(
+        n for status, reasons in by_reason.items() if status != SKIPPED
+        for reason, n in reasons.items() if reason == TOO_SHORT
+    )
+    return {
+        "simhash_udf_version": __version__,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "input": {"path": input_path, "format": fmt},
+        "parameters": dataclasses.asdict(config),
+        "counts": {
+            "input_rows": input_rows,
+            "rejected_rows": rejected,
+            "documents": sum(by_status.values()),
+            "skipped": by_reason.get(SKIPPED, {}),
+            "too_short": too_short,
+            "kept": by_status.get(KEPT, 0),
+            "exact_duplicates": by_status.get(EXACT_DUPLICATE, 0),
+            "near_duplicates": by_status.get(NEAR_DUPLICATE, 0),
+            "clusters": summary["clusters"],
+            **text_counts,
+            "distinct_fingerprints": join_stats["distinct_fingerprints"],
+        },
+        "cluster_sizes": summary["cluster_sizes"],
+        "band_plan": plan_summary(plan, join_stats["distinct_fingerprints"], config.blocks is None),
+        "join": {
+            "candidate_pairs": join_stats["candidate_pairs"],
+            "verified_pairs": sum(summary["distances"].values()),
+            "largest_bucket": join_stats["largest_bucket"],
+            "hot_buckets": join_stats.get("hot_buckets", []),
+        },
+        "distances": summary["distances"],
+        "stage_seconds": dict(stages.seconds),
+        "stage_rows": dict(stages.rows),
+        "total_seconds": round(time.time() - started, 3),
+    }
+
+
+def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[str, Any]:
+    """The band plan as the report shows it."""
+    cost = bands.plan_cost(max(n, 2), plan.k, plan.blocks)
+    return {
+        "chosen_by": "cost model" if chosen_by_model else "--blocks",
+        "k": plan.k,
+        "blocks": plan.blocks,
+        "tables": plan.n_tables,
+        "key_bits": sorted({plan.key_bits(t) for t in range(plan.n_tables)}),
+        "rows_shuffled": int(cost.rows_shuffled),
+        "expected_random_candidates": round(cost.random_candidates, 1),
+    }
