@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from simhash_udf import io, pipeline
+from simhash_udf import io, pipeline, report
 from simhash_udf.config import MAX_K, TOKENIZERS, WEIGHTINGS, ConfigError, DedupeConfig, FingerprintConfig
 from simhash_udf.session import get_session
 
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="input format: parquet, json (JSON Lines), csv (with a header row) or text (one "
         "document per file, id = file path); inferred from the file extensions when left out",
     )
-    data.add_argument("--output", required=True, help="output folder; must not exist unless --overwrite")
+    data.add_argument("--output", help="output folder; must not exist unless --overwrite (required unless --explain)")
     data.add_argument("--overwrite", action="store_true", help="replace an existing output (only once the new one is complete)")
     data.add_argument("--id-col", default=DEFAULTS.id_col, help="unique document id column (integers or strings; the type is kept)")
     data.add_argument("--text-col", default=DEFAULTS.text_col, help="text column")
@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("--keep-empty", action="store_true", help="also write empty documents (status skipped) to deduped/")
     keep.add_argument("--no-pairs", action="store_true", help="do not write pairs/")
 
+    parser.add_argument(
+        "--explain", action="store_true",
+        help="print every band plan for the input's row count and k (the chosen one marked), "
+        "then stop: nothing is fingerprinted or written",
+    )
     parser.add_argument("--master", default=None, help="Spark master when run with python rather than spark-submit (default: local mode on all cores)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return parser
@@ -118,22 +123,25 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
     )
 
 
-def summary(report: dict[str, Any]) -> str:
+def summary(result: dict[str, Any]) -> str:
     """A few lines for the console; everything else is in report.json."""
-    c, j, p = report["counts"], report["join"], report["band_plan"]
+    c, j, p = result["counts"], result["join"], result["band_plan"]
     lines = [
         f"documents {c['documents']:,}: kept {c['kept']:,}, exact duplicates {c['exact_duplicates']:,}, "
         f"near duplicates {c['near_duplicates']:,}, skipped {sum(c['skipped'].values()):,} {c['skipped'] or ''}".rstrip(),
         f"clusters {c['clusters']:,}; too short for a fingerprint {c['too_short']:,}; rejected rows {sum(c['rejected_rows'].values()):,}",
         f"band plan: {p['blocks']} blocks, {p['tables']} tables, key bits {p['key_bits']} ({p['chosen_by']}); "
-        f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {report['distances']}",
-        f"wrote {report['output']} in {report['total_seconds']:.1f} s",
+        f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {result['distances']}",
+        f"wrote {result['output']} in {result['total_seconds']:.1f} s",
     ]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.output and not args.explain:
+        parser.error("the following arguments are required: --output")
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
@@ -142,13 +150,21 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
     spark = spark or get_session(master=args.master)
+    if args.explain:
+        try:
+            rows = pipeline.read_input(spark, config, args.input, args.format).rows
+        except io.InputError as error:
+            print(f"dedupe.py: error: {error}", file=sys.stderr)
+            return 2
+        print(report.explain(rows, config.k, config.blocks))
+        return 0
     try:
-        report = pipeline.run(spark, config, args.input, args.output, args.format, args.overwrite)
+        result = pipeline.run(spark, config, args.input, args.output, args.format, args.overwrite)
     except (io.InputError, io.OutputError) as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
-    print(summary(report))
-    logging.getLogger("simhash_udf").debug("report: %s", json.dumps(report))
+    print(summary(result))
+    logging.getLogger("simhash_udf").debug("report: %s", json.dumps(result))
     return 0
 
 

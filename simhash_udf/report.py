@@ -142,3 +142,31 @@ def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[st
         "rows_shuffled": int(cost.rows_shuffled),
         "expected_random_candidates": round(cost.random_candidates, 1),
     }
+
+
+def explain(n: int, k: int, blocks: int | None) -> str:
+    """Every band plan for n fingerprints at threshold k, as a text table, the chosen one
+    marked: what `--explain` prints."""
+    chosen = bands.choose_plan(n, k, blocks)
+    # The chosen plan and a few wider ones: further rows only add tables.
+    costs = [c for c in bands.plan_costs(max(n, 2), k) if c.blocks <= chosen.blocks + 3]
+    if all(c.blocks != chosen.blocks for c in costs):
+        costs.append(bands.plan_cost(max(n, 2), k, chosen.blocks))
+    lines = [
+        f"band plans for {n:,} fingerprints (an upper bound on the distinct ones), k = {k}:",
+        f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {'rows shuffled':>14} "
+        f"{'random candidates':>18} {'shuffle bytes':>14}",
+    ]
+    for c in costs:
+        mark = "  <- " + ("chosen by the cost model" if blocks is None else "--blocks") if c.blocks == chosen.blocks else ""
+        bits = f"{c.min_key_bits}" if c.min_key_bits == c.max_key_bits else f"{c.min_key_bits}-{c.max_key_bits}"
+        lines.append(
+            f"  {c.blocks:>6} {c.tables:>6} {bits:>9} {c.rows_shuffled:>14,.0f} "
+            f"{c.random_candidates:>18,.0f} {c.shuffle_bytes:>14,.0f}{mark}"
+        )
+    lines.append(
+        "Every pair within k is found whatever the plan; a plan only changes the cost: "
+        "rows shuffled = fingerprints x tables, random candidates = pairs sharing a key by chance "
+        "(each checked with bit_count and dropped)."
+    )
+    return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -145,3 +146,19 @@ def test_text_format_reads_one_document_per_file(spark, dedupe_main, tmp_path):
         mates = [o for o in rows if o["group"] == r["group"]]
         kept_name = Path(by_name[str(r["id"])]["cluster_id"]).stem
         assert kept_name in {str(o["id"]) for o in mates}
+
+
+def test_explain_prints_the_plans_and_writes_nothing(spark, dedupe_main, tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in SAMPLE_ROWS), encoding="utf-8")
+    assert dedupe_main(["--input", str(src), "--explain", "--k", "4"], spark=spark) == 0
+    printed = capsys.readouterr().out
+    assert f"band plans for {len(SAMPLE_ROWS)} fingerprints" in printed and "k = 4" in printed
+    rows = [line.split() for line in printed.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows][0] == 5  # blocks start at k + 1
+    chosen = [r for r in rows if "chosen" in " ".join(r)]
+    assert len(chosen) == 1 and int(chosen[0][1]) == math.comb(int(chosen[0][0]), 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    assert dedupe_main(["--input", str(src), "--explain", "--k", "3", "--blocks", "6"], spark=spark) == 0
+    marked = [line.split() for line in capsys.readouterr().out.splitlines() if line.endswith("<- --blocks")]
+    assert len(marked) == 1 and marked[0][:2] == ["6", "20"]
