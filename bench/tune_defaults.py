@@ -129,7 +129,7 @@ def settings_grid() -> list[Setting]:
         Setting(tokenizer, n, weighting)
         for tokenizer, ns in grams.items()
         for n in ns
-        for weighting in ("tfidf", "tf", "binary")
+        for weighting in ("tfidf", "tf", "binary", "idf", "logtfidf")
     ]
 
 
@@ -1374,7 +1374,7 @@ def versus(alternative: Choice | None, label: str) -> str:
 def weighting_figures(m: Measured, rec: Choice) -> str:
     """What the other weightings of the recommended tokenizer and n do at the recommended k."""
     parts = []
-    for w in ("tfidf", "tf", "binary"):
+    for w in ("tfidf", "tf", "binary", "idf", "logtfidf"):
         if w == rec.setting.weighting:
             continue
         alt = Setting(rec.setting.tokenizer, rec.setting.ngram, w)
@@ -1591,7 +1591,7 @@ def method_section(run: Run, args: argparse.Namespace, started: float) -> str:
         ["distinct texts fingerprinted per setting",
          f"{run.n_texts:,} ({run.n_chars / 1e6:.1f} M characters)"],
         ["settings", f"{len(m.settings)}: tokenizer auto with ngram 1-3, char with ngram 2-4, "
-         "x weighting tfidf / tf / binary"],
+         "x weighting tfidf / tf / binary / idf / logtfidf"],
         ["wall time", wall_time],
         ["CPU time fingerprinting",
          f"{sum(m.cpu_seconds):.0f} s over all settings (per setting: *Timings*)"],

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
-WEIGHTINGS = ("tfidf", "tf", "binary")
+WEIGHTINGS = ("binary", "tf", "tfidf", "idf", "logtfidf")
 KEEP_ORDERS = ("asc", "desc")
 
 # Most band tables an explicit --blocks may ask for (C(blocks, k)); the cost model never
@@ -32,8 +32,9 @@ class FingerprintConfig:
     tokenizer: `auto` (jieba on runs of Han characters, words everywhere else), `jieba`
         (jieba on the whole text), `word` (runs of Unicode word characters) or `char`.
     ngram: features are n-grams of consecutive tokens (characters for `char`).
-    weighting: `tfidf` (term count x jieba's IDF table, median IDF for unknown tokens),
-        `tf` (term count) or `binary` (each distinct feature once).
+    weighting: `binary` (each distinct feature once), `tf` (its count), `tfidf` (count x
+        IDF), `idf` (IDF once per distinct feature) or `logtfidf` ((1 + ln count) x IDF); IDFs
+        from :mod:`idf`.
     min_features: a text with fewer distinct features gets no fingerprint; it is matched
         only by exact (normalised) equality, never through a fingerprint.
     max_chars: only the first `max_chars` characters of a normalised text are fingerprinted
@@ -42,8 +43,8 @@ class FingerprintConfig:
 
     tokenizer: str = "auto"
     ngram: int = 1
-    weighting: str = "binary"
-    min_features: int = 1
+    weighting: str = "logtfidf"
+    min_features: int = 4
     max_chars: int = 1_000_000
 
     def __post_init__(self) -> None:

@@ -43,7 +43,8 @@ def weighted_features(text: str, config: FingerprintConfig) -> dict[str, float]:
 
     Features are token n-grams (see `FingerprintConfig.ngram`). Weights: `binary` 1 each;
     `tf` the feature's count; `tfidf` the count times the mean IDF of its tokens (see
-    :mod:`idf`: jieba's table for Chinese, English word frequencies for the rest).
+    :mod:`idf`: jieba's table for Chinese, English word frequencies for the rest); `idf` that
+    IDF alone; `logtfidf` (1 + ln count) times it.
     """
     toks = tokens(text[: config.max_chars], config.tokenizer)
     counts = Counter(_JOIN.join(gram) for gram in ngrams(toks, config.ngram))
@@ -54,7 +55,13 @@ def weighted_features(text: str, config: FingerprintConfig) -> dict[str, float]:
     weights = {}
     for feature, count in counts.items():
         parts = feature.split(_JOIN)
-        weights[feature] = count * math.fsum(idf(p) for p in parts) / len(parts)
+        feature_idf = math.fsum(idf(p) for p in parts) / len(parts)
+        if config.weighting == "tfidf":
+            weights[feature] = count * feature_idf
+        elif config.weighting == "idf":
+            weights[feature] = feature_idf
+        else:  # logtfidf: repeats count, but a word said 50 times does not outvote the page
+            weights[feature] = (1.0 + math.log(count)) * feature_idf
     return weights
 
 

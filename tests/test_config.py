@@ -107,13 +107,13 @@ def test_good_tokenizers(tokenizer: str) -> None:
     assert FingerprintConfig(tokenizer=tokenizer).tokenizer == tokenizer
 
 
-@pytest.mark.parametrize("weighting", ["", "idf", "TFIDF", "bm25"])
+@pytest.mark.parametrize("weighting", ["", "idf2", "TFIDF", "bm25"])
 def test_bad_weighting(weighting: str) -> None:
     with pytest.raises(ConfigError, match=r"^weighting must"):
         FingerprintConfig(weighting=weighting)
 
 
-@pytest.mark.parametrize("weighting", ["tfidf", "tf", "binary"])
+@pytest.mark.parametrize("weighting", ["tfidf", "tf", "binary", "idf", "logtfidf"])
 def test_good_weightings(weighting: str) -> None:
     assert FingerprintConfig(weighting=weighting).weighting == weighting
 

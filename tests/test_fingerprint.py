@@ -272,7 +272,8 @@ def test_empty_and_short_texts_have_no_fingerprint() -> None:
     assert n_features.tolist()[:5] == [0, 0, 0, 2, 1]
     assert fingerprint("") is None
     assert fingerprint("one two", FingerprintConfig(min_features=8)) is None
-    assert fingerprint("one two") is not None  # the default fingerprints any non-empty text
+    assert fingerprint("one two") is None  # below the default min_features (4)
+    assert fingerprint("one two three four") is not None
     assert fingerprint(random_text(3), FingerprintConfig(min_features=8)) == int(values[5])
 
 
@@ -438,3 +439,16 @@ def test_batch_equals_one_at_a_time() -> None:
             assert single is None
     assert ok.tolist() == [True, False, True, False, False, True, True]
     assert values[0] == values[6]
+
+
+def test_idf_and_logtfidf_weights() -> None:
+    """idf: each distinct feature once at its IDF; logtfidf: (1 + ln count) x IDF, so a word
+    said 50 times weighs (1 + ln 50) ~ 4.9 times its IDF, not 50 times."""
+    from simhash_udf.idf import idf
+
+    text = " ".join(["harbour"] * 50 + ["the", "crane"])
+    by_idf = weighted_features(text, FingerprintConfig(tokenizer="word", weighting="idf"))
+    by_log = weighted_features(text, FingerprintConfig(tokenizer="word", weighting="logtfidf"))
+    assert by_idf == pytest.approx({"harbour": idf("harbour"), "the": idf("the"), "crane": idf("crane")})
+    assert by_log["harbour"] == pytest.approx((1 + math.log(50)) * idf("harbour"))
+    assert by_log["the"] == pytest.approx(idf("the")) and idf("the") < idf("crane")
