@@ -72,8 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         "word; char (defaults measured on real text: docs/defaults.md)",
     )
     match.add_argument("--ngram", type=int, default=fp.ngram, help="features are n-grams of tokens (of characters with --tokenizer char)")
-    match.add_argument("--weighting", choices=WEIGHTINGS, default=fp.weighting, help="feature weights: 1 each (binary), term counts (tf), or counts x IDF (tfidf: "
-        "jieba's table for Chinese, English word frequencies otherwise)")
+    match.add_argument(
+        "--weighting", choices=WEIGHTINGS, default=fp.weighting,
+        help="feature weights: logtfidf = (1 + ln count) x IDF; tfidf = count x IDF; idf; tf = "
+        "count; binary = 1 each. IDF: jieba's table for Chinese, English word frequencies otherwise",
+    )
     match.add_argument(
         "--min-features", type=int, default=fp.min_features,
         help="texts with fewer distinct features get no fingerprint and are matched only as "
