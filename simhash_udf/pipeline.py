@@ -110,7 +110,9 @@ def _join_stats(fingerprints: DataFrame, plan: bands.BandPlan, n: int) -> dict[s
     """Candidate pairs (from bucket sizes), the largest bucket and the hot buckets."""
     if plan.k == 0:
         return {"candidate_pairs": 0, "largest_bucket": 1 if n else 0, "hot_buckets": []}
-    sizes = join.bucket_sizes(fingerprints, plan)
+    # Two reads of the bucket sizes (totals, then the hot ones): keep them rather than
+    # exploding and shuffling every band key twice. Only buckets of 2+ members are kept.
+    sizes = join.bucket_sizes(fingerprints, plan).persist()
     totals = sizes.agg(
         F.sum(F.col("size") * (F.col("size") - 1) / 2).cast("long").alias("candidates"),
         F.max("size").alias("largest"),
@@ -121,6 +123,7 @@ def _join_stats(fingerprints: DataFrame, plan: bands.BandPlan, n: int) -> dict[s
         .limit(HOT_BUCKETS_LISTED)
         .collect()
     )
+    sizes.unpersist()
     return {
         "candidate_pairs": int(totals["candidates"] or 0),
         "largest_bucket": int(totals["largest"] or (1 if n else 0)),
