@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf import bands, clusters, documents, io, join, report
+from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html
 from simhash_udf.components import connected_components
 from simhash_udf.config import DedupeConfig
 
@@ -44,27 +44,36 @@ class Stages:
 
     work: a scratch folder for Parquet copies of stage results; None checkpoints locally
     (fine for notebooks; a job passes its output's scratch folder).
+    spark: the session whose progress is logged while a stage runs (learnt from the first
+    materialised frame when not given). documents: the input's row count once known, for
+    the progress lines' estimate of documents done. progress_interval: seconds between two
+    progress lines of a running stage (0: none); see `progress.watch`.
     """
 
     work: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
+    spark: SparkSession | None = None
+    documents: int | None = None
+    progress_interval: float = progress.DEFAULT_INTERVAL
     _started: float = field(default_factory=time.perf_counter)
     _serial: int = 0
 
     def materialise(self, name: str, frame: DataFrame) -> DataFrame:
         """Compute `frame` now, store it, and return a frame that reads the stored copy."""
+        self.spark = self.spark or frame.sparkSession
         start = time.perf_counter()
-        if self.work is None:
-            stored = frame.localCheckpoint()
-        else:
-            self._serial += 1
-            path = f"{self.work}/{self._serial:03d}-{name}"
-            io.write_parquet(frame, path)
-            stored = frame.sparkSession.read.parquet(path)
-        # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
-        # with counts is how a long run shows its progress.
-        self.rows[name] = stored.count()
+        with self._running(name):
+            if self.work is None:
+                stored = frame.localCheckpoint()
+            else:
+                self._serial += 1
+                path = f"{self.work}/{self._serial:03d}-{name}"
+                io.write_parquet(frame, path)
+                stored = frame.sparkSession.read.parquet(path)
+            # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
+            # with counts is how a long run shows its progress.
+            self.rows[name] = stored.count()
         self.record(name, start)
         return stored
 
@@ -81,8 +90,20 @@ class Stages:
     def timed(self, name: str) -> Iterator[None]:
         """Record the wall time of a block as stage `name`."""
         start = time.perf_counter()
-        yield
+        with self._running(name):
+            yield
         self.record(name, start)
+
+    @contextmanager
+    def _running(self, name: str) -> Iterator[None]:
+        """Log the stage's start, then its progress every few seconds until it ends."""
+        log.info("stage %s: started (%.1f s into the run)", name, time.perf_counter() - self._started)
+        # Only the normalise stage goes through the documents one by one in even partitions,
+        # so that only there the share of tasks done says how many documents are done.
+        per_document = self.documents if name == "normalise" else None
+        sc = self.spark.sparkContext if self.spark is not None else None
+        with progress.watch(sc, name, self._started, per_document, self.progress_interval):
+            yield
 
 
 @dataclass
@@ -191,16 +212,18 @@ def run(
     """Read `input_path`, find near duplicates, write everything under `output` atomically.
 
     Writes `clusters/`, `pairs/` (unless `config.write_pairs` is off), `deduped/`,
-    `rejected/` (only when some input rows could not be documents) and `report.json`.
+    `rejected/` (only when some input rows could not be documents), `report.json` and
+    `report.html` (the same report as a page, with a sample of pairs side by side).
     Returns the report. Raises io.InputError / io.OutputError / DuplicateIdsError with a
     message for the user; on any failure nothing is left at `output`.
     """
     started = time.time()
     target = io.StagedOutput(spark, output, overwrite)
     try:
-        result = _run_staged(spark, config, input_path, fmt, target, started)
+        result, samples = _run_staged(spark, config, input_path, fmt, target, started)
         result["output"] = output
         target.write_text("report.json", io.report_json(result))
+        target.write_text("report.html", report_html.render(result, samples))
         target.publish()
     except BaseException:
         target.discard()
@@ -265,9 +288,11 @@ def _run_staged(
     fmt: str | None,
     target: io.StagedOutput,
     started: float,
-) -> dict[str, Any]:
-    stages = Stages(work=target.work)
+) -> tuple[dict[str, Any], list[report_html.PairSample]]:
+    """The run inside the staging folder: the report and a few pairs for report.html."""
+    stages = Stages(work=target.work, spark=spark)
     source = read_input(spark, config, input_path, fmt, stages)
+    stages.documents = source.rows
     docs, fmt = source.documents, source.format
     rejected_counts = {r["reason"]: r["count"] for r in source.rejected.groupBy("reason").count().collect()}
     if rejected_counts:
@@ -283,6 +308,14 @@ def _run_staged(
     if config.write_pairs:
         with stages.timed("pairs"):
             io.write_parquet(found.pairs, target.path("pairs"))
+        with stages.timed("sample_pairs"):
+            # A handful of rows for report.html, read from the pairs just written.
+            text_col = config.text_col if config.text_col in docs.columns else None
+            samples = report_html.sample_pairs(
+                spark.read.parquet(target.path("pairs")), docs, config.id_col, text_col
+            )
+    else:
+        samples = []
     with stages.timed("deduped"):
         kept = clusters_frame.where(F.col("status") == clusters.KEPT)
         if config.keep_empty:
@@ -299,7 +332,7 @@ def _run_staged(
                 f"the input has {source.rows} rows but clusters/ and rejected/ hold {accounted}"
             )
         text_counts = report.text_counts(found.texts, found.normalised)
-    return report.build(
+    result = report.build(
         config=config,
         input_path=input_path,
         fmt=fmt,
@@ -312,3 +345,4 @@ def _run_staged(
         join_stats=found.join_stats,
         stages=stages,
     )
+    return result, samples

@@ -14,6 +14,7 @@ from simhash_udf import __version__, bands
 from simhash_udf.clusters import EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, SKIPPED
 from simhash_udf.config import DedupeConfig
 from simhash_udf.documents import TOO_SHORT
+from simhash_udf.progress import DEFAULT_INTERVAL
 
 if TYPE_CHECKING:
     from simhash_udf.pipeline import Stages
@@ -144,9 +145,49 @@ def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[st
     }
 
 
-def explain(n: int, k: int, blocks: int | None) -> str:
+def run_stages(fmt: str | None, fingerprint_col: bool = False, write_pairs: bool = True) -> list[tuple[str, str]]:
+    """The stages a run goes through, in order, as (name, what it does): the names are those
+    of the progress lines and of `stage_seconds` in the report. fmt: the input format (None:
+    not known yet, the parse stage is listed as conditional)."""
+    stages = [("read", "list the input files and read the schema")]
+    if fmt in ("json", "csv"):
+        stages.append(("parse", "parse every line once into the work folder"))
+    elif fmt is None:
+        stages.append(("parse", "(JSON and CSV input only) parse every line once into the work folder"))
+    stages.append(("check_ids", "set aside rows without an id; check the ids are unique"))
+    if fingerprint_col:
+        stages.append(("fingerprint", "take the fingerprints the input carries"))
+    else:
+        stages += [
+            ("normalise", "decode, extract text from HTML, NFKC, Simplified Chinese, case, whitespace; exact keys"),
+            ("fingerprint", "tokenise and fingerprint each distinct text"),
+            ("document_fingerprints", "give every document its text's fingerprint"),
+        ]
+    stages += [
+        ("distinct_fingerprints", "one row per distinct fingerprint"),
+        ("candidates", "count the band buckets: candidate pairs, largest and hot buckets"),
+        ("verify", "band join, keep pairs within k bits"),
+        ("components", "connected components, one line per round"),
+        ("clusters", "write clusters/"),
+    ]
+    if write_pairs:
+        stages += [("pairs", "write pairs/"), ("sample_pairs", "collect a few pairs for report.html")]
+    stages += [("deduped", "write deduped/"), ("report", "count everything; check every input row is accounted for")]
+    return stages
+
+
+def explain(
+    n: int,
+    k: int,
+    blocks: int | None,
+    *,
+    fmt: str | None = None,
+    fingerprint_col: bool = False,
+    write_pairs: bool = True,
+) -> str:
     """Every band plan for n fingerprints at threshold k, as a text table, the chosen one
-    marked: what `--explain` prints."""
+    marked, the candidate pairs to expect from it and the stages the run would go through:
+    what `--explain` prints (fmt, fingerprint_col, write_pairs: see `run_stages`)."""
     chosen = bands.choose_plan(n, k, blocks)
     # The chosen plan and a few wider ones: further rows only add tables.
     costs = [c for c in bands.plan_costs(max(n, 2), k) if c.blocks <= chosen.blocks + 3]
@@ -169,4 +210,16 @@ def explain(n: int, k: int, blocks: int | None) -> str:
         "rows shuffled = fingerprints x tables, random candidates = pairs sharing a key by chance "
         "(each checked with bit_count and dropped)."
     )
+    cost = bands.plan_cost(max(n, 2), k, chosen.blocks)
+    lines.append(
+        f"expected candidate pairs with the chosen plan: about {cost.random_candidates:,.0f} by chance "
+        "(fingerprints spread at random), plus the near-duplicate pairs themselves, which only "
+        "the run counts (report.json: join.candidate_pairs)."
+    )
+    lines.append(
+        f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
+        "it runs, and its time and rows at its end):"
+    )
+    for name, what in run_stages(fmt, fingerprint_col, write_pairs):
+        lines.append(f"  {name:<22} {what}")
     return "\n".join(lines)
