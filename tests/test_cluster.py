@@ -135,14 +135,24 @@ def start_cluster(base: Path) -> Cluster:
     master = launch("master", "org.apache.spark.deploy.master.Master",
                     "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port))
     cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}", master, logs)
-    for i in range(2):
-        work_dir = base / f"worker{i}"
-        work_dir.mkdir()
-        process = launch(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                         "--cores", "1", "--memory", "1g", "--work-dir", str(work_dir),
-                         "--webui-port", "0", cluster.master_url)
-        cluster.workers.append(Worker(process, work_dir))
+    try:
+        for i in range(2):
+            work_dir = base / f"worker{i}"
+            work_dir.mkdir()
+            process = launch(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                             "--cores", "1", "--memory", "1g", "--work-dir", str(work_dir),
+                             "--webui-port", "0", cluster.master_url)
+            cluster.workers.append(Worker(process, work_dir))
+    except BaseException:
+        stop_cluster(cluster)
+        raise
     return cluster
+
+
+def stop_cluster(cluster: Cluster) -> None:
+    for worker in cluster.workers:
+        kill_tree(worker.process)
+    kill_tree(cluster.master)
 
 
 @pytest.fixture(scope="module")
@@ -153,9 +163,7 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
     try:
         yield cluster
     finally:
-        for worker in cluster.workers:
-            kill_tree(worker.process)
-        kill_tree(cluster.master)
+        stop_cluster(cluster)
 
 
 def wait_ready(cluster: Cluster, timeout: float = 120) -> None:
@@ -233,10 +241,9 @@ def submit(cluster: Cluster, crawl: Path, out: Path) -> subprocess.Popen:
     args = [str(ROOT / "submit.sh"), "--master", cluster.master_url,
             "--conf", "spark.sql.shuffle.partitions=4", "--total-executor-cores", "2",
             "--input", str(crawl), "--output", str(out)]
-    return subprocess.Popen(
-        args, stdout=open(f"{out}.stdout", "wb"), stderr=open(f"{out}.stderr", "wb"),
-        env=clean_env(SIMHASH_VENV=str(VENV)), start_new_session=True,
-    )
+    with open(f"{out}.stdout", "wb") as stdout, open(f"{out}.stderr", "wb") as stderr:
+        return subprocess.Popen(args, stdout=stdout, stderr=stderr, env=clean_env(SIMHASH_VENV=str(VENV)),
+                                start_new_session=True)
 
 
 def finish(job: subprocess.Popen, out: Path, timeout: float = 600) -> str:
