@@ -33,8 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
             "self-join, cluster them, and write every document's status and the deduplicated "
             "rows. Outputs under --output: clusters/ (every input document: id, cluster_id, "
             "fingerprint, status, reason, distance), pairs/ (id_a, id_b, distance), deduped/ "
-            "(the kept input rows), rejected/ (rows that could not be read as documents, if "
-            "any) and report.json. The output appears only when the whole run succeeded."
+            "(the kept input rows), rejected/ (rows that cannot be documents, if any, with a "
+            "reason: unparseable, null_id, duplicate_id (all rows of a repeated id but one), "
+            "damaged_file) and report.json (which also names damaged input files). Bad data is "
+            "counted, never fatal; exit code 2 only for a wrong command line. The output "
+            "appears only when the whole run succeeded."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -47,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     data.add_argument("--output", help="output folder; must not exist unless --overwrite (required unless --explain)")
     data.add_argument("--overwrite", action="store_true", help="replace an existing output (only once the new one is complete)")
-    data.add_argument("--id-col", default=DEFAULTS.id_col, help="unique document id column (integers or strings; the type is kept)")
+    data.add_argument("--id-col", default=DEFAULTS.id_col, help="unique document id column (integers or strings; the type is kept; JSON/CSV ids "
+        "of other types in some rows are read as strings); rows of a repeated id but one go to rejected/")
     data.add_argument("--text-col", default=DEFAULTS.text_col, help="text column")
     data.add_argument("--html", action="store_true", help="the text column holds HTML: fingerprint its visible text")
     data.add_argument(

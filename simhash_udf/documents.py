@@ -7,13 +7,13 @@ know what the input called its columns.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, IntegralType, LongType, StringType
+from pyspark.sql.types import BinaryType, DataType, IntegralType, LongType, StringType
 
 from simhash_udf import udfs
 from simhash_udf.config import DedupeConfig, FingerprintConfig
-from simhash_udf.io import CORRUPT_COLUMN, InputError
+from simhash_udf.io import CORRUPT_COLUMN, DAMAGE_COLUMN, InputError
 
 # Reasons a document is skipped (status `skipped`) or matched only exactly.
 EMPTY = "empty"
@@ -22,16 +22,47 @@ TOO_SHORT = "too_short"
 # Reasons an input row cannot be a document at all (written to `rejected/`).
 UNPARSEABLE = "unparseable"
 NULL_ID = "null_id"
+DAMAGED_FILE = "damaged_file"
+DUPLICATE_ID = "duplicate_id"
+
+
+def needed_columns(config: DedupeConfig) -> list[str]:
+    """The input columns a run reads: the id, the text (or the fingerprint) and `--keep-by`."""
+    needed = [config.id_col, config.fingerprint_col or config.text_col]
+    if config.keep_by:
+        needed.append(config.keep_by)
+    return needed
+
+
+def keep_types(config: DedupeConfig) -> dict[str, tuple[type[DataType], ...]]:
+    """The types a reader that infers its schema from the data should keep for the id and
+    text columns; any other type is read as strings (`io.read_input_files`): a JSON id that
+    is an object in one row, or a text that is a number, stays a row of the run."""
+    types: dict[str, tuple[type[DataType], ...]] = {config.id_col: (IntegralType, StringType)}
+    if not config.fingerprint_col:
+        types[config.text_col] = (StringType,)
+    return types
+
+
+def complete_columns(frame: DataFrame, config: DedupeConfig) -> DataFrame:
+    """`frame`, or, when the input has no data column at all (every file empty, damaged or
+    nothing but unparseable lines), `frame` with the columns the run needs added as nulls:
+    its rows (if any) are then rejected with their reason instead of the run stopping on a
+    missing column. An input with columns but not the ones asked for is left to
+    `check_columns` (most likely a wrong --id-col or --text-col)."""
+    helpers = {CORRUPT_COLUMN, DAMAGE_COLUMN}
+    if any(name not in helpers for name in frame.columns):
+        return frame
+    for name in needed_columns(config):
+        frame = frame.withColumn(name, F.lit(None).cast(StringType()))
+    return frame
 
 
 def check_columns(frame: DataFrame, config: DedupeConfig) -> None:
     """Raise InputError naming any column the run needs that is missing or of the wrong type."""
     fields = {f.name: f.dataType for f in frame.schema.fields}
-    available = ", ".join(n for n in fields if n != CORRUPT_COLUMN) or "(none)"
-    needed = [config.id_col, config.fingerprint_col or config.text_col]
-    if config.keep_by:
-        needed.append(config.keep_by)
-    missing = [c for c in needed if c not in fields]
+    available = ", ".join(n for n in fields if n not in (CORRUPT_COLUMN, DAMAGE_COLUMN)) or "(none)"
+    missing = [c for c in needed_columns(config) if c not in fields]
     if missing:
         raise InputError(f"missing column(s) {', '.join(map(repr, missing))}; the input has: {available}")
     if not isinstance(fields[config.id_col], (IntegralType, StringType)):
@@ -55,23 +86,46 @@ def check_columns(frame: DataFrame, config: DedupeConfig) -> None:
 def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
     """Split input rows into (documents, rejected).
 
-    Rejected rows are those that did not parse (`_corrupt_record` set) or have a null id; they
-    keep all their input columns plus `reason` (`unparseable` or `null_id`). Documents are the
-    other rows, without the `_corrupt_record` helper column.
+    Rejected rows are those of a damaged file (`_damaged_file` set: text input), those that
+    did not parse (`_corrupt_record` set) and those with a null id; they keep all their input
+    columns plus `reason` (`damaged_file`, `unparseable` or `null_id`). Documents are the
+    other rows, without the helper columns.
     """
-    corrupt = F.col(CORRUPT_COLUMN).isNotNull() if CORRUPT_COLUMN in frame.columns else F.lit(False)
-    reason = F.when(corrupt, F.lit(UNPARSEABLE)).when(F.col(id_col).isNull(), F.lit(NULL_ID))
+    def flag(name: str) -> Column:
+        return F.col(name).isNotNull() if name in frame.columns else F.lit(False)
+
+    reason = (
+        F.when(flag(DAMAGE_COLUMN), F.lit(DAMAGED_FILE))
+        .when(flag(CORRUPT_COLUMN), F.lit(UNPARSEABLE))
+        .when(F.col(id_col).isNull(), F.lit(NULL_ID))
+    )
     flagged = frame.withColumn("reason", reason)
     documents = flagged.where(F.col("reason").isNull()).drop("reason")
-    if CORRUPT_COLUMN in documents.columns:
-        documents = documents.drop(CORRUPT_COLUMN)
+    documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN) if c in documents.columns])
     return documents, flagged.where(F.col("reason").isNotNull())
 
 
-def duplicate_ids(documents: DataFrame, id_col: str, sample: int = 5) -> list:
-    """Up to `sample` ids that occur more than once (empty when ids are unique)."""
-    repeated = documents.groupBy(id_col).count().where(F.col("count") > 1)
-    return [row[0] for row in repeated.select(id_col).orderBy(id_col).limit(sample).collect()]
+def repeated_ids(documents: DataFrame, id_col: str) -> DataFrame:
+    """The ids that occur more than once: `id_col`, `count`."""
+    return documents.groupBy(id_col).count().where(F.col("count") > 1)
+
+
+def split_repeated_ids(
+    documents: DataFrame, id_col: str, repeated: DataFrame, order: list[Column]
+) -> tuple[DataFrame, DataFrame]:
+    """(documents with unique ids, the other rows of a repeated id with `reason` `duplicate_id`).
+
+    repeated: `id_col` of the ids that occur more than once (`repeated_ids`). Of the rows of
+    a repeated id, the first by `order`, then by the whole row (as JSON), stays a document:
+    the choice depends on the rows only, never on their order in the input.
+    """
+    tie_break = F.to_json(F.struct(*[F.col(c) for c in documents.columns]))
+    rank = F.row_number().over(Window.partitionBy(id_col).orderBy(*order, tie_break))
+    ranked = documents.join(repeated.select(id_col), id_col, "left_semi").withColumn("_rank", rank)
+    unique = documents.join(repeated.select(id_col), id_col, "left_anti")
+    kept = ranked.where(F.col("_rank") == 1).drop("_rank")
+    dropped = ranked.where(F.col("_rank") > 1).drop("_rank").withColumn("reason", F.lit(DUPLICATE_ID))
+    return unique.unionByName(kept), dropped
 
 
 def _keep_by(config: DedupeConfig) -> list[Column]:

@@ -8,18 +8,26 @@ renamed into place only when the whole run has succeeded: readers never see half
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField
+from pyspark.sql.types import DataType, StringType, StructField, StructType
+
+from simhash_udf import integrity
+
+log = logging.getLogger("simhash_udf")
 
 FORMATS = ("parquet", "json", "csv", "text")
 CORRUPT_COLUMN = "_corrupt_record"
+# text format: why a damaged file could not be read (its row is rejected).
+DAMAGE_COLUMN = "_damaged_file"
 _EXTENSIONS = {
     ".parquet": "parquet",
     ".json": "json",
@@ -30,6 +38,9 @@ _EXTENSIONS = {
     ".text": "text",
 }
 _MAX_JSON_STRING = 2**31 - 1
+# Compressed files larger than this are not checked for damage (the check holds the file in
+# a task's memory, and Spark's binaryFile reader stops at 2 GiB).
+_MAX_CHECKED_BYTES = 1 << 30
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate", ".xz")
 
 
@@ -49,25 +60,8 @@ def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
 
 
 def list_input_files(spark: SparkSession, path: str) -> list[str]:
-    """Data files a path, folder or glob names (hidden `_`/`.` files left out), sorted."""
-    fs, hpath = _hadoop_path(spark, path)
-    statuses = fs.globStatus(hpath)
-    if statuses is None or len(statuses) == 0:
-        raise InputError(f"no input: nothing matches {path!r}")
-    files: list[str] = []
-    pending = list(statuses)
-    while pending:
-        status = pending.pop()
-        name = status.getPath().getName()
-        if name.startswith((".", "_")):
-            continue
-        if status.isDirectory():
-            pending.extend(fs.listStatus(status.getPath()))
-        else:
-            files.append(status.getPath().toString())
-    if not files:
-        raise InputError(f"no input: {path!r} holds no data files")
-    return sorted(files)
+    """Paths of the data files a path, folder or glob names (see `input_files`), sorted."""
+    return [f.path for f in input_files(spark, path)]
 
 
 def infer_format(files: list[str]) -> str:
@@ -88,6 +82,179 @@ def infer_format(files: list[str]) -> str:
     )
 
 
+def _check_compressed(row: Any) -> tuple[str, str | None]:
+    """(path, damage or None) of one binaryFile row; runs in a Spark task."""
+    return row["path"], integrity.compression_damage(integrity.codec_of(row["path"]), bytes(row["content"]))
+
+
+def _read_int(stream: Any, position: int) -> bytes:
+    """The 4 bytes at `position` of a Hadoop input stream (one call through py4j)."""
+    stream.seek(position)
+    return int(stream.readInt()).to_bytes(4, "big", signed=True)
+
+
+def _parquet_damage(spark: SparkSession, file: InputFile) -> str | None:
+    """Check a Parquet file's framing: two small reads on the driver (the PAR1 magics)."""
+    if file.size < 12:
+        return integrity.parquet_damage(file.size, b"", b"")
+    fs, hpath = _hadoop_path(spark, file.path)
+    stream = fs.open(hpath)
+    try:
+        head, tail = _read_int(stream, 0), _read_int(stream, file.size - 4)
+    finally:
+        stream.close()
+    return integrity.parquet_damage(file.size, head, tail)
+
+
+def damaged_files(spark: SparkSession, files: list[InputFile], fmt: str) -> list[DamagedFile]:
+    """The input files that are not whole, each with its reason.
+
+    Compressed files (.gz, .bz2, .deflate) are decompressed to their end in one Spark job
+    (one task per file, in constant memory besides the compressed bytes; files over 1 GiB
+    compressed are not checked and are read strictly). Parquet files are checked for their
+    framing on the driver. Other files cannot be damaged in a way the reader notices.
+    """
+    damaged: list[DamagedFile] = []
+    if fmt == "parquet":
+        for file in files:
+            reason = _parquet_damage(spark, file)
+            if reason:
+                damaged.append(DamagedFile(file.path, reason))
+    compressed = [f for f in files if f.size > 0 and integrity.codec_of(f.path)]
+    unchecked = [f.path for f in compressed if f.size > _MAX_CHECKED_BYTES]
+    if unchecked:
+        log.warning("%d compressed files over %d bytes are not checked for damage: %s",
+                    len(unchecked), _MAX_CHECKED_BYTES, ", ".join(unchecked[:5]))
+    compressed = [f for f in compressed if f.size <= _MAX_CHECKED_BYTES]
+    if compressed:
+        by_uri = {f.uri: f for f in compressed} | {f.path: f for f in compressed}
+        raw = spark.read.format("binaryFile").load([f.path for f in compressed])
+        # One file per partition: the check of a large file should not wait behind others.
+        checked = raw.select("path", "content").repartition(len(compressed)).rdd.map(_check_compressed).collect()
+        for path, reason in sorted(checked):
+            if reason:
+                damaged.append(DamagedFile(by_uri[path].path if path in by_uri else path, reason))
+    for file in damaged:
+        log.warning("damaged input file %s: %s", file.path, file.reason)
+    return damaged
+
+
+def _parsing_reader(spark: SparkSession, fmt: str, lenient: bool) -> DataFrameReader:
+    reader = (
+        spark.read.option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
+        # Damaged files (and only those: transient read errors must still fail the job) are
+        # read up to their damage.
+        .option("ignoreCorruptFiles", lenient)
+    )
+    if fmt == "csv":
+        return reader.option("header", True).option("multiLine", True).option("escape", '"')
+    # Jackson caps JSON strings at 20M characters by default; a larger page would otherwise
+    # turn its whole row into a corrupt record.
+    return reader.option("maxStringLen", _MAX_JSON_STRING)
+
+
+def _load(reader: DataFrameReader, fmt: str, files: list[str]) -> DataFrame:
+    return reader.csv(files) if fmt == "csv" else reader.json(files)
+
+
+def _as_strings(schema: StructType, keep_types: Mapping[str, tuple[type[DataType], ...]]) -> StructType:
+    """`schema` with the columns named in `keep_types` whose inferred type is not one of the
+    given ones read as strings (a JSON number, object or array as its JSON text, a CSV field
+    as written)."""
+    fields = [
+        StructField(f.name, StringType(), True)
+        if f.name in keep_types and not isinstance(f.dataType, keep_types[f.name])
+        else f
+        for f in schema.fields
+    ]
+    return StructType(fields)
+
+
+def _read_parsed(
+    spark: SparkSession,
+    fmt: str,
+    whole: list[str],
+    damaged: list[str],
+    keep_types: Mapping[str, tuple[type[DataType], ...]],
+) -> DataFrame:
+    """json or csv: the schema inferred over all files, whole files read strictly, damaged
+    files up to their damage."""
+    inferring = _parsing_reader(spark, fmt, lenient=True)
+    if fmt == "csv":
+        inferred = inferring.option("inferSchema", True).csv(whole + damaged).schema
+    else:
+        inferred = inferring.json(whole + damaged).schema
+    schema = _as_strings(inferred, keep_types)
+    if not [n for n in schema.fieldNames() if n != CORRUPT_COLUMN]:
+        # Nothing parsed (empty, damaged or garbage files): the columns asked for, all null.
+        # Spark refuses a scan that reads nothing but the corrupt-record column.
+        for name in keep_types:
+            schema = schema.add(StructField(name, StringType(), True))
+    if CORRUPT_COLUMN not in schema.fieldNames():
+        schema = schema.add(StructField(CORRUPT_COLUMN, StringType(), True))
+    frames = [
+        _load(_parsing_reader(spark, fmt, lenient).schema(schema), fmt, files)
+        for files, lenient in ((whole, False), (damaged, True))
+        if files
+    ]
+    return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+
+def _read_text(spark: SparkSession, files: list[InputFile], damaged: dict[str, str]) -> DataFrame:
+    """text: one row per file, `id` (its URI), `text`, and `_damaged_file` (the reason, for a
+    damaged file, whose row has no text). Spark reads no row from an empty file: those are
+    added as empty documents, and damaged files as rows to reject, so that no file is lost."""
+    schema = StructType(
+        [StructField("id", StringType(), False), StructField("text", StringType(), True),
+         StructField(DAMAGE_COLUMN, StringType(), True)]
+    )
+    readable = [f.path for f in files if f.size > 0 and f.path not in damaged]
+    unread = [(f.uri, "", None) for f in files if f.size == 0 and f.path not in damaged]
+    unread += [(f.uri, None, damaged[f.path]) for f in files if f.path in damaged]
+    frame = spark.createDataFrame(unread, schema)
+    if readable:
+        read = spark.read.text(readable, wholetext=True).select(
+            F.col("_metadata.file_path").alias("id"),
+            F.col("value").alias("text"),
+            F.lit(None).cast(StringType()).alias(DAMAGE_COLUMN),
+        )
+        frame = read.unionByName(frame)
+    return frame
+
+
+def read_input_files(
+    spark: SparkSession,
+    path: str,
+    fmt: str | None = None,
+    keep_types: Mapping[str, tuple[type[DataType], ...]] | None = None,
+) -> RawInput:
+    """Read the input, damaged files included; see `read_documents` for the columns.
+
+    keep_types: for json and csv, whose schema is inferred from the data, a column named here
+    whose inferred type is not one of the given types is read as strings instead (so that
+    an id or a text of another type in some rows does not stop the run; see `_as_strings`).
+    Damaged files (`damaged_files`) never fail the read: json and csv keep the rows before
+    the damage (none for csv, whose records may span lines), text gives the file one row with
+    `_damaged_file` set, Parquet leaves the file out.
+    """
+    files = input_files(spark, path)
+    fmt = fmt or infer_format([f.path for f in files])
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    damaged = damaged_files(spark, files, fmt)
+    broken = {d.path: d.reason for d in damaged}
+    whole = [f.path for f in files if f.path not in broken]
+    if fmt == "text":
+        frame = _read_text(spark, files, broken)
+    elif fmt == "parquet":
+        # No whole file at all: no columns either (the caller decides what that means).
+        frame = spark.read.parquet(*whole) if whole else spark.createDataFrame([], StructType([]))
+    else:
+        frame = _read_parsed(spark, fmt, whole, [f.path for f in files if f.path in broken], keep_types or {})
+    return RawInput(frame, fmt, damaged)
+
+
 def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tuple[DataFrame, str]:
     """Read the input as a DataFrame; returns it with the format used.
 
@@ -96,34 +263,12 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
     Whether a row parses can depend on which columns a query reads (Spark parses only
     those), so callers should materialise json and csv input once before classifying rows
     (`needs_materialising`).
-    text reads one document per file: `id` is the file's path, `text` its content.
+    text reads one document per file: `id` is the file's URI, `text` its content, and
+    `_damaged_file` the reason a compressed file could not be read (its text is then null).
+    Damaged files are handled as `read_input_files` says, which also names them.
     """
-    files = list_input_files(spark, path)
-    fmt = fmt or infer_format(files)
-    if fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    if fmt == "parquet":
-        return spark.read.parquet(*files), fmt
-    if fmt == "text":
-        docs = spark.read.text(files, wholetext=True)
-        return docs.select(F.col("_metadata.file_path").alias("id"), F.col("value").alias("text")), fmt
-    reader = spark.read.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
-    # Jackson caps JSON strings at 20M characters by default; a larger page would otherwise
-    # turn its whole row into a corrupt record.
-    reader = reader.option("maxStringLen", _MAX_JSON_STRING)
-    if fmt == "csv":
-        reader = (
-            reader.option("header", True)
-            .option("multiLine", True)
-            .option("escape", '"')
-        )
-        inferred = reader.option("inferSchema", True).csv(files).schema
-    else:
-        inferred = reader.json(files).schema
-    if CORRUPT_COLUMN not in inferred.fieldNames():
-        inferred = inferred.add(StructField(CORRUPT_COLUMN, StringType(), True))
-    frame = reader.schema(inferred).csv(files) if fmt == "csv" else reader.schema(inferred).json(files)
-    return frame, fmt
+    raw = read_input_files(spark, path, fmt)
+    return raw.frame, raw.format
 
 
 def needs_materialising(fmt: str) -> bool:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html
@@ -31,7 +31,8 @@ HOT_BUCKETS_LISTED = 10
 
 
 class DuplicateIdsError(io.InputError):
-    """The id column is not unique."""
+    """The id column is not unique (no longer raised by `read_input`: all rows of a
+    repeated id but one are rejected as `duplicate_id`)."""
 
 
 class LostRowsError(RuntimeError):
@@ -160,7 +161,7 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     """Every stage from checked input documents to clusters and pairs.
 
     docs: the input rows (ids unique and not null; see `documents.rejected_rows` and
-    `documents.duplicate_ids`), with the columns `config` names.
+    `documents.split_repeated_ids`), with the columns `config` names.
     """
     stages = stages or Stages()
     if config.fingerprint_col:
@@ -214,7 +215,7 @@ def run(
     Writes `clusters/`, `pairs/` (unless `config.write_pairs` is off), `deduped/`,
     `rejected/` (only when some input rows could not be documents), `report.json` and
     `report.html` (the same report as a page, with a sample of pairs side by side).
-    Returns the report. Raises io.InputError / io.OutputError / DuplicateIdsError with a
+    Returns the report. Raises io.InputError / io.OutputError with a
     message for the user; on any failure nothing is left at `output`.
     """
     started = time.time()
@@ -236,15 +237,29 @@ class Input:
     """The input, read and checked.
 
     documents: rows with a usable, unique id (all input columns).
-    rejected: rows that cannot be documents, with `reason` (see `documents.rejected_rows`).
+    rejected: rows that cannot be documents, with `reason` (see `documents.rejected_rows`;
+    and `duplicate_id` for every row of a repeated id but one, `documents.split_repeated_ids`).
     format: the format read.
     rows: how many rows the input has, counted on the input itself.
+    damaged: input files that are not whole (see `io.read_input_files`).
     """
 
     documents: DataFrame
     rejected: DataFrame
     format: str
     rows: int
+    damaged: list[io.DamagedFile] = field(default_factory=list)
+
+
+def _first_of_an_id(config: DedupeConfig) -> list[Column]:
+    """The order that picks which row of a repeated id stays a document: the --keep-by
+    order, then the text (or the fingerprint)."""
+    order = []
+    if config.keep_by:
+        by = F.col(config.keep_by)
+        order.append(by.desc_nulls_last() if config.keep_order == "desc" else by.asc_nulls_last())
+    order.append(F.col(config.fingerprint_col or config.text_col).asc_nulls_last())
+    return order
 
 
 def read_input(
@@ -257,12 +272,15 @@ def read_input(
     """Read the input and check it: the columns `config` needs, and unique ids.
 
     JSON and CSV input is materialised once (see `io.needs_materialising`). Raises
-    io.InputError for a missing column or unreadable input and DuplicateIdsError (with a
-    sample of the repeated ids) when ids are not unique.
+    io.InputError only for what the command line names wrongly: a path that matches nothing,
+    a format that cannot be inferred, a missing column or a column of the wrong type in an
+    input that declares its types (Parquet). Problems of the data are rows of `rejected`
+    (unparseable lines, null ids, repeated ids, damaged text files) and `damaged` files.
     """
     stages = stages or Stages()
     with stages.timed("read"):
-        frame, fmt = io.read_documents(spark, input_path, fmt)
+        raw = io.read_input_files(spark, input_path, fmt, documents.keep_types(config))
+        frame, fmt = documents.complete_columns(raw.frame, config), raw.format
         documents.check_columns(frame, config)
     if io.needs_materialising(fmt):
         frame = stages.materialise("parse", frame)
@@ -272,13 +290,20 @@ def read_input(
             rows = frame.count()
     with stages.timed("check_ids"):
         docs, rejected = documents.rejected_rows(frame, config.id_col)
-        repeated = documents.duplicate_ids(docs, config.id_col)
-    if repeated:
-        raise DuplicateIdsError(
-            f"the id column {config.id_col!r} is not unique; repeated ids include: "
-            + ", ".join(map(repr, repeated))
-        )
-    return Input(docs, rejected, fmt, rows)
+        repeated = documents.repeated_ids(docs, config.id_col).persist()
+        sample = repeated.orderBy(config.id_col).limit(5).collect()
+        if sample:
+            # Only when some id repeats: the split costs two joins over the documents.
+            docs, duplicates = documents.split_repeated_ids(docs, config.id_col, repeated, _first_of_an_id(config))
+            rejected = rejected.unionByName(duplicates, allowMissingColumns=True)
+            log.warning(
+                "the id column %r is not unique (repeated ids include %s): one row of each "
+                "id is kept, the others are rejected as duplicate_id",
+                config.id_col, ", ".join(repr(r[0]) for r in sample),
+            )
+        else:
+            repeated.unpersist()
+    return Input(docs, rejected, fmt, rows, raw.damaged)
 
 
 def _run_staged(
@@ -345,4 +370,7 @@ def _run_staged(
         join_stats=found.join_stats,
         stages=stages,
     )
+    # Files not read to their end (their rows before the damage are in the counts above).
+    result["counts"]["damaged_files"] = len(source.damaged)
+    result["damaged_files"] = [{"path": d.path, "reason": d.reason} for d in source.damaged]
     return result, samples

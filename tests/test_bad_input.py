@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -61,13 +62,117 @@ def test_csv_with_a_missing_id_column(spark, dedupe_main, tmp_path, capsys):
     assert not out.exists()
 
 
-def test_duplicate_ids_are_rejected_with_a_sample(spark, dedupe_main, tmp_path, capsys):
-    src = _write_jsonl(tmp_path / "in.jsonl", [{"id": i % 3, "text": f"{PARAGRAPH} {i}"} for i in range(9)])
+def test_repeated_ids_keep_one_row_each_whatever_the_row_order(spark, dedupe_main, tmp_path, caplog):
+    rows = [{"id": i % 3, "text": f"{PARAGRAPH} {i}"} for i in range(9)] + [{"id": 7, "text": LONGER}]
+    kept_texts = []
+    for name, order in (("forward", rows), ("backward", rows[::-1])):
+        src = _write_jsonl(tmp_path / f"{name}.jsonl", order)
+        out = tmp_path / f"out-{name}"
+        assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
+        clusters = spark.read.parquet(str(out / "clusters")).collect()
+        assert sorted(r["id"] for r in clusters) == [0, 1, 2, 7]
+        rejected = spark.read.parquet(str(out / "rejected")).collect()
+        assert sorted(r["id"] for r in rejected) == [0, 0, 1, 1, 2, 2]
+        assert {r["reason"] for r in rejected} == {"duplicate_id"}
+        report = json.loads((out / "report.json").read_text())
+        assert report["counts"]["rejected_rows"] == {"duplicate_id": 6}
+        assert report["counts"]["input_rows"] == 10
+        deduped = {r["id"]: r["text"] for r in spark.read.parquet(str(out / "deduped")).collect()}
+        # Of the rows of an id, the one with the smallest text stays, in either row order.
+        assert deduped[0] == f"{PARAGRAPH} 0" and deduped[1] == f"{PARAGRAPH} 1"
+        kept_texts.append(sorted(deduped.items()))
+    assert kept_texts[0] == kept_texts[1]
+    assert "not unique" in caplog.text and "0, 1, 2" in caplog.text
+
+
+def test_a_cut_gzip_keeps_its_rows_before_the_cut_and_is_named(spark, dedupe_main, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _write_jsonl(folder / "whole.jsonl", [{"id": i, "text": f"{PARAGRAPH} {i}"} for i in range(3)])
+    lines = "".join(json.dumps({"id": 100 + i, "text": f"{LONGER} {i}"}) + "\n" for i in range(400)).encode()
+    packed = gzip.compress(lines)
+    (folder / "cut.jsonl.gz").write_bytes(packed[: len(packed) // 2])
+    (folder / "not-gzip.jsonl.gz").write_bytes(lines[:200])
     out = tmp_path / "out"
-    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 2
-    err = capsys.readouterr().err
-    assert "not unique" in err and "0, 1, 2" in err
-    assert not out.exists() and _no_staging_left(tmp_path)
+    assert _run(dedupe_main, spark, "--input", str(folder), "--output", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    damaged = {Path(d["path"]).name: d["reason"] for d in report["damaged_files"]}
+    assert set(damaged) == {"cut.jsonl.gz", "not-gzip.jsonl.gz"} and report["counts"]["damaged_files"] == 2
+    assert damaged["cut.jsonl.gz"].startswith("truncated gzip") and damaged["not-gzip.jsonl.gz"].startswith("not gzip")
+    ids = sorted(r["id"] for r in spark.read.parquet(str(out / "clusters")).collect())
+    # The whole lines of the readable prefix, as zlib decodes it, are exactly the rows read.
+    prefix = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(packed[: len(packed) // 2])
+    whole_lines = prefix.count(b"\n")
+    assert 0 < whole_lines < 400
+    assert ids == [0, 1, 2] + list(range(100, 100 + whole_lines))
+    assert report["counts"]["input_rows"] == 3 + whole_lines and not (out / "rejected").exists()
+
+
+def test_damaged_parquet_files_are_named_and_left_out(spark, dedupe_main, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": [1, 2], "text": [PARAGRAPH, LONGER]}), folder / "good.parquet")
+    whole = (folder / "good.parquet").read_bytes()
+    (folder / "cut.parquet").write_bytes(whole[:-5])
+    (folder / "random.parquet").write_bytes(b"\x00garbage that is not parquet at all")
+    (folder / "empty.parquet").write_bytes(b"")
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(folder), "--output", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert sorted(Path(d["path"]).name for d in report["damaged_files"]) == ["cut.parquet", "empty.parquet", "random.parquet"]
+    assert sorted(r["id"] for r in spark.read.parquet(str(out / "clusters")).collect()) == [1, 2]
+
+
+def test_text_files_empty_or_damaged_are_rows_too(spark, dedupe_main, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "page one.txt").write_text(PARAGRAPH)
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "cut.txt.gz").write_bytes(gzip.compress(LONGER.encode())[:30])
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(folder), "--format", "text", "--output", str(out)) == 0
+    clusters = {Path(r["id"]).name: r for r in spark.read.parquet(str(out / "clusters")).collect()}
+    assert set(clusters) == {"page%20one.txt", "empty.txt"}
+    assert (clusters["empty.txt"]["status"], clusters["empty.txt"]["reason"]) == ("skipped", "empty")
+    rejected = spark.read.parquet(str(out / "rejected")).collect()
+    assert [(Path(r["id"]).name, r["reason"]) for r in rejected] == [("cut.txt.gz", "damaged_file")]
+    assert rejected[0]["_damaged_file"].startswith("truncated gzip")
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["input_rows"] == 3 and report["counts"]["rejected_rows"] == {"damaged_file": 1}
+
+
+def test_json_with_no_parseable_row_is_all_rejected(spark, dedupe_main, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "garbage.jsonl").write_bytes(b"\xff\xfe\x00\n{not json\n")
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "cut.jsonl.gz").write_bytes(gzip.compress(b'{"id": 1, "text": "x"}\n')[:5])
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(folder), "--output", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["input_rows"] == 2 and report["counts"]["documents"] == 0
+    assert report["counts"]["rejected_rows"] == {"unparseable": 2} and report["counts"]["damaged_files"] == 1
+    assert spark.read.parquet(str(out / "clusters")).count() == 0
+
+
+def test_ids_and_texts_of_other_types_are_read_as_strings(spark, dedupe_main, tmp_path):
+    rows = [
+        {"id": 1, "text": PARAGRAPH},
+        {"id": {"n": 2}, "text": LONGER},
+        {"id": 2.5, "text": 12345},
+        {"id": [3], "text": {"title": "a page as an object"}},
+    ]
+    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
+    deduped = {r["id"]: r["text"] for r in spark.read.parquet(str(out / "deduped")).collect()}
+    # Each value as the file wrote it (json.dumps puts a space after ':').
+    assert deduped == {"1": PARAGRAPH, '{"n": 2}': LONGER, "2.5": "12345", "[3]": '{"title": "a page as an object"}'}
+    csv_src = tmp_path / "in.csv"
+    csv_src.write_text('id,text\n1.5,hello there\n2,"say ""hi"""\n', encoding="utf-8")
+    assert _run(dedupe_main, spark, "--input", str(csv_src), "--output", str(tmp_path / "out-csv")) == 0
+    ids = sorted(r["id"] for r in spark.read.parquet(str(tmp_path / "out-csv" / "clusters")).collect())
+    assert ids == ["1.5", "2"]
 
 
 def test_existing_output_is_untouched_without_overwrite(spark, dedupe_main, tmp_path, capsys):
@@ -209,3 +314,22 @@ def test_a_50_mb_document_is_fingerprinted_on_its_prefix(spark, dedupe_main, tmp
     # at distance 0, not exact copies (their full texts differ).
     assert clusters[2]["status"] == "near_duplicate" and clusters[2]["cluster_id"] == 1
     assert clusters[3]["status"] == "kept"
+
+
+@pytest.mark.slow
+def test_an_enormous_gzipped_text_document_and_its_cut_copy(spark, dedupe_main, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    huge = ((LONGER + " ") * (40_000_000 // (len(LONGER) + 1))).encode()
+    packed = gzip.compress(huge, compresslevel=1)
+    (folder / "huge.txt.gz").write_bytes(packed)
+    (folder / "huge-cut.txt.gz").write_bytes(packed[: len(packed) * 3 // 4])
+    (folder / "small.txt").write_text(PARAGRAPH)
+    out = tmp_path / "out"
+    assert _run(dedupe_main, spark, "--input", str(folder), "--output", str(out)) == 0
+    clusters = {Path(r["id"]).name: r for r in spark.read.parquet(str(out / "clusters")).collect()}
+    assert set(clusters) == {"huge.txt.gz", "small.txt"}
+    assert clusters["huge.txt.gz"]["fingerprint"] is not None
+    report = json.loads((out / "report.json").read_text())
+    assert [Path(d["path"]).name for d in report["damaged_files"]] == ["huge-cut.txt.gz"]
+    assert report["counts"]["rejected_rows"] == {"damaged_file": 1} and report["counts"]["input_rows"] == 3
