@@ -59,6 +59,60 @@ def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
     return fs, hpath
 
 
+@dataclass(frozen=True)
+class InputFile:
+    """One data file of the input: `path` as Hadoop lists it, `uri` as Spark's
+    `_metadata.file_path` names it (URL-encoded), `size` in bytes."""
+
+    path: str
+    uri: str
+    size: int
+
+
+@dataclass(frozen=True)
+class DamagedFile:
+    """An input file that is not whole: `path` (as listed) and the `reason`."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class RawInput:
+    """The input as read (`read_input_files`): `frame`, the `format` used, and the `damaged`
+    files (whose rows before the damage are in `frame` for json and csv)."""
+
+    frame: DataFrame
+    format: str
+    damaged: list[DamagedFile]
+
+
+def input_files(spark: SparkSession, path: str) -> list[InputFile]:
+    """Data files a path, folder or glob names (hidden `_`/`.` files left out), sorted by path."""
+    fs, hpath = _hadoop_path(spark, path)
+    statuses = fs.globStatus(hpath)
+    if statuses is None or len(statuses) == 0:
+        raise InputError(f"no input: nothing matches {path!r}")
+    files: list[InputFile] = []
+    pending = list(statuses)
+    while pending:
+        status = pending.pop()
+        name = status.getPath().getName()
+        if name.startswith((".", "_")):
+            continue
+        if status.isDirectory():
+            pending.extend(fs.listStatus(status.getPath()))
+        else:
+            listed = status.getPath().toString()
+            # Spark's file_path is the URI of the path re-parsed from its string ("file:/a%20b",
+            # where the listed path's own URI would be "file:///a%20b").
+            uri = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(listed).toUri().toString()
+            files.append(InputFile(listed, uri, int(status.getLen())))
+    if not files:
+        raise InputError(f"no input: {path!r} holds no data files")
+    return sorted(files, key=lambda f: f.path)
+
+
 def list_input_files(spark: SparkSession, path: str) -> list[str]:
     """Paths of the data files a path, folder or glob names (see `input_files`), sorted."""
     return [f.path for f in input_files(spark, path)]
