@@ -18,7 +18,16 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from simhash_udf import io, pipeline, report
-from simhash_udf.config import MAX_K, TOKENIZERS, WEIGHTINGS, ConfigError, DedupeConfig, FingerprintConfig
+from simhash_udf.config import (
+    MAX_K,
+    TOKENIZERS,
+    WEIGHTINGS,
+    ConfigError,
+    DedupeConfig,
+    FingerprintConfig,
+    IndexOptions,
+)
+from simhash_udf.index_run import IndexSession
 from simhash_udf.session import get_session
 
 DEFAULTS = DedupeConfig()
@@ -98,6 +107,29 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("--keep-empty", action="store_true", help="also write empty documents (status skipped) to deduped/")
     keep.add_argument("--no-pairs", action="store_true", help="do not write pairs/")
 
+    daily = parser.add_argument_group("daily runs against an index (docs/index.md)")
+    daily.add_argument(
+        "--index", default=None,
+        help="persistent fingerprint index of earlier runs (created by the first run): the input is "
+        "deduplicated against itself and against the index, then its new fingerprints are added; "
+        "indexed documents keep their clusters",
+    )
+    daily.add_argument(
+        "--run-id", default=None,
+        help="name of this run in the index (default: derived from the input's file listing); "
+        "rerunning a run id replaces that run's entries instead of adding to them",
+    )
+    daily.add_argument(
+        "--index-size", type=int, default=IndexOptions.expected_size,
+        help="distinct fingerprints a new index is planned for: fixes its band plan for its whole "
+        "life (ignored once the index exists)",
+    )
+    daily.add_argument("--url-col", default=IndexOptions.url_col, help="input column kept as an index entry's url (if present)")
+    daily.add_argument(
+        "--fetch-time-col", default=IndexOptions.fetch_time_col,
+        help="input column kept as an index entry's fetch time (if present)",
+    )
+
     parser.add_argument(
         "--explain", action="store_true",
         help="print every band plan for the input's row count and k (the chosen one marked), "
@@ -141,6 +173,17 @@ def summary(result: dict[str, Any]) -> str:
         f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {result['distances']}",
         f"wrote {result['output']} in {result['total_seconds']:.1f} s",
     ]
+    if "index" in result:
+        x = result["index"]
+        lines.insert(-1, (
+            f"index {x['path']}: version {x['version']} (run {x['run_id']!r}"
+            f"{', replaced' if x['replaced_run'] else ''}); entries {x['entries_before']:,} + "
+            f"{x.get('entries_added', 0):,}; batch fingerprints already indexed "
+            f"{x.get('batch_fingerprints_already_indexed', 0):,}, pairs with indexed "
+            f"{x.get('pairs_with_indexed', 0):,}, documents joining indexed clusters "
+            f"{x.get('documents_joining_indexed_clusters', 0):,}, ids already indexed "
+            f"{x.get('repeated_ids', 0):,}, bridged components {x.get('bridged_components', 0):,}"
+        ))
     return "\n".join(lines)
 
 
@@ -166,7 +209,18 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         print(report.explain(rows, config.k, config.blocks))
         return 0
     try:
-        result = pipeline.run(spark, config, args.input, args.output, args.format, args.overwrite)
+        session = None
+        if args.index:
+            options = IndexOptions(
+                args.index, args.run_id, args.index_size, args.url_col, args.fetch_time_col
+            )
+            session = IndexSession.open(spark, options, config, args.input)
+        result = pipeline.run(
+            spark, config, args.input, args.output, args.format, args.overwrite, index=session
+        )
+    except ConfigError as error:
+        print(f"dedupe.py: error: {error}", file=sys.stderr)
+        return 2
     except (io.InputError, io.OutputError) as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2

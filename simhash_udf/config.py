@@ -108,3 +108,31 @@ class DedupeConfig:
             raise ConfigError("text_col must not be empty")
         if self.keep_by is not None and self.keep_by == self.id_col:
             raise ConfigError("keep_by is the id column already: it is the default rule")
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """A run against a persistent fingerprint index (`--index`, see docs/index.md).
+
+    path: the index folder (created by the first run).
+    run_id: names the run; None derives it from the input's file listing. Rerunning a run
+        id replaces that run's entries.
+    expected_size: distinct fingerprints the index is planned for; fixes its band plan at
+        creation (ignored afterwards).
+    url_col / fetch_time_col: input columns kept in each entry as its source (null when the
+        input has no such column).
+    """
+
+    path: str
+    run_id: str | None = None
+    expected_size: int = 1_000_000_000
+    url_col: str = "url"
+    fetch_time_col: str = "fetch_time"
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            raise ConfigError("the index path must not be empty")
+        if self.run_id is not None and not self.run_id.strip():
+            raise ConfigError("--run-id must not be empty")
+        if self.expected_size < 2:
+            raise ConfigError(f"expected_size must be at least 2, got {self.expected_size}")

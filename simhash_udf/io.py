@@ -346,6 +346,7 @@ class StagedOutput:
     def __post_init__(self) -> None:
         self._fs, self._target = _hadoop_path(self.spark, self.target)
         self._target = self._fs.makeQualified(self._target)
+        self._restore_replaced()
         if self._fs.exists(self._target) and not self.overwrite:
             raise OutputError(
                 f"output {self.target!r} exists; pass --overwrite to replace it (nothing was touched)"
@@ -357,6 +358,26 @@ class StagedOutput:
         self.staging = self._staging.toString()
         self.work = f"{self.staging}/_work"
         self._fs.mkdirs(self._staging)
+
+    def _restore_replaced(self) -> None:
+        """Undo a replace that was killed half-way.
+
+        `publish` moves an old output aside (`.NAME.replaced-*`) before renaming the new one
+        into place; a process killed between the two renames leaves no output at all. The
+        next run on the same target puts the old output back first, so the target is always
+        either the old output or the new one.
+        """
+        if self._fs.exists(self._target):
+            return
+        parent, name = self._target.getParent(), self._target.getName()
+        if not self._fs.exists(parent):
+            return
+        moved = sorted(
+            (s for s in self._fs.listStatus(parent) if s.getPath().getName().startswith(f".{name}.replaced-")),
+            key=lambda s: s.getModificationTime(),
+        )
+        if moved and self._fs.rename(moved[-1].getPath(), self._target):
+            log.warning("restored %s: a run replacing it was stopped half-way", self.target)
 
     def path(self, name: str) -> str:
         """Where an output named `name` is written inside the staging folder."""

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,6 +21,9 @@ from pyspark.sql import functions as F
 from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html
 from simhash_udf.components import connected_components
 from simhash_udf.config import DedupeConfig
+
+if TYPE_CHECKING:  # index_run builds on this module; only the type is needed here
+    from simhash_udf.index_run import IndexSession
 
 log = logging.getLogger("simhash_udf")
 
@@ -157,6 +160,26 @@ def _join_stats(fingerprints: DataFrame, plan: bands.BandPlan, n: int) -> dict[s
     }
 
 
+def fingerprint_documents(
+    docs: DataFrame, config: DedupeConfig, stages: Stages
+) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+    """The stages up to every document's fingerprint (shared by runs with and without an index).
+
+    Returns (fingerprinted, normalised, texts): see `documents.fingerprinted_documents`
+    (or `documents.given_fingerprints`), and `NearDuplicates` for the other two (None when
+    the input carries its own fingerprints).
+    """
+    if config.fingerprint_col:
+        return stages.materialise("fingerprint", documents.given_fingerprints(docs, config)), None, None
+    normalised = stages.materialise("normalise", documents.normalise_documents(docs, config))
+    texts = stages.materialise(
+        "fingerprint",
+        documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint),
+    )
+    fingerprinted = stages.materialise("document_fingerprints", documents.fingerprinted_documents(normalised, texts))
+    return fingerprinted, normalised, texts
+
+
 def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:
     """Every stage from checked input documents to clusters and pairs.
 
@@ -164,17 +187,7 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     `documents.split_repeated_ids`), with the columns `config` names.
     """
     stages = stages or Stages()
-    if config.fingerprint_col:
-        fingerprinted = stages.materialise("fingerprint", documents.given_fingerprints(docs, config))
-        normalised = texts = None
-    else:
-        normalised: DataFrame | None = stages.materialise("normalise", documents.normalise_documents(docs, config))
-        texts = stages.materialise(
-            "fingerprint",
-            documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint),
-        )
-        fingerprinted = stages.materialise("document_fingerprints", documents.fingerprinted_documents(normalised, texts))
-
+    fingerprinted, normalised, texts = fingerprint_documents(docs, config, stages)
     distinct = stages.materialise(
         "distinct_fingerprints",
         fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
@@ -209,6 +222,7 @@ def run(
     output: str,
     fmt: str | None = None,
     overwrite: bool = False,
+    index: IndexSession | None = None,
 ) -> dict[str, Any]:
     """Read `input_path`, find near duplicates, write everything under `output` atomically.
 
@@ -217,17 +231,25 @@ def run(
     `report.html` (the same report as a page, with a sample of pairs side by side).
     Returns the report. Raises io.InputError / io.OutputError with a
     message for the user; on any failure nothing is left at `output`.
+
+    index: a run against a fingerprint index (`index_run.IndexSession.open`): the batch is
+    matched against it, and its new version is published before the output, so a run killed
+    between the two is repaired by rerunning the same run id.
     """
     started = time.time()
     target = io.StagedOutput(spark, output, overwrite)
     try:
-        result, samples = _run_staged(spark, config, input_path, fmt, target, started)
+        result, samples = _run_staged(spark, config, input_path, fmt, target, started, index)
         result["output"] = output
         target.write_text("report.json", io.report_json(result))
         target.write_text("report.html", report_html.render(result, samples))
+        if index is not None:
+            index.commit()
         target.publish()
     except BaseException:
         target.discard()
+        if index is not None:
+            index.abort()
         raise
     return result
 
@@ -313,6 +335,7 @@ def _run_staged(
     fmt: str | None,
     target: io.StagedOutput,
     started: float,
+    index: IndexSession | None = None,
 ) -> tuple[dict[str, Any], list[report_html.PairSample]]:
     """The run inside the staging folder: the report and a few pairs for report.html."""
     stages = Stages(work=target.work, spark=spark)
@@ -326,7 +349,7 @@ def _run_staged(
             "%d input rows could not be documents (%s); see rejected/",
             sum(rejected_counts.values()), rejected_counts,
         )
-    found = find_near_duplicates(docs, config, stages)
+    found = find_near_duplicates(docs, config, stages) if index is None else index.find(docs, config, stages)
     with stages.timed("clusters"):
         io.write_parquet(found.clusters, target.path("clusters"))
     clusters_frame = spark.read.parquet(target.path("clusters"))
@@ -373,4 +396,6 @@ def _run_staged(
     # Files not read to their end (their rows before the damage are in the counts above).
     result["counts"]["damaged_files"] = len(source.damaged)
     result["damaged_files"] = [{"path": d.path, "reason": d.reason} for d in source.damaged]
+    if index is not None:
+        result["index"] = index.report()
     return result, samples

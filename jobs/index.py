@@ -1,0 +1,93 @@
+"""Maintain a fingerprint index built by `jobs/dedupe.py --index` (see docs/index.md).
+
+    python jobs/index.py info --index PATH             size, band plan, runs (--json for all)
+    python jobs/index.py compact --index PATH          merge segments; drop unused folders
+    python jobs/index.py remove-run --index PATH RUN   a new version without that run
+
+Command line only; the work is `simhash_udf.index_admin`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+
+from simhash_udf import index_admin, io
+from simhash_udf.index import DEFAULT_MIN_AGE_SECONDS, IndexStore
+from simhash_udf.session import get_session
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="index.py",
+        description="Show, compact or undo runs of a fingerprint index. Every change is published "
+        "as a new version of the index, all at once.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--master", default=None, help="Spark master (default: local mode)")
+    parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    commands = parser.add_subparsers(dest="command", required=True)
+    info = commands.add_parser("info", help="the newest version: size, band plan, runs")
+    info.add_argument("--index", required=True)
+    info.add_argument("--json", action="store_true", help="print everything as JSON")
+    compact = commands.add_parser(
+        "compact", help="merge all segments into one and delete folders no version uses"
+    )
+    compact.add_argument("--index", required=True)
+    compact.add_argument(
+        "--min-age", type=float, default=DEFAULT_MIN_AGE_SECONDS,
+        help="leave unreferenced folders younger than this many seconds (a run may still be writing them)",
+    )
+    remove = commands.add_parser("remove-run", help="publish a version without one run's entries")
+    remove.add_argument("--index", required=True)
+    remove.add_argument("run_id")
+    remove.add_argument(
+        "--force", action="store_true",
+        help="remove it even if later runs followed (their documents may name its clusters)",
+    )
+    return parser
+
+
+def _info_text(info: dict) -> str:
+    plan = info["band_plan"]
+    lines = [
+        f"index {info['path']}: version {info['version']}, {info['entries']:,} entries, "
+        f"{info['key_rows']:,} key rows, {info['bytes']:,} bytes in {info['segments']} segment(s)",
+        f"band plan: k = {plan['k']}, {plan['blocks']} blocks, {plan['tables']} tables; ids {info['id_type']}",
+        f"runs ({len(info['runs'])}):",
+    ]
+    for run in info["runs"]:
+        lines.append(
+            f"  {run['seq']:>4} {run['run_id']:<30} {run['entries']:>12,} entries  {run['published_at']}"
+        )
+    if info["unreferenced_segments"]:
+        lines.append(f"unreferenced folders (compact removes them): {len(info['unreferenced_segments'])}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spark = spark or get_session("simhash-index", master=args.master)
+    store = IndexStore(spark, args.index)
+    try:
+        if args.command == "info":
+            info = index_admin.describe(store)
+            print(json.dumps(info, indent=2) if args.json else _info_text(info))
+        elif args.command == "compact":
+            print(json.dumps(index_admin.compact(store, args.min_age), indent=2))
+        else:
+            print(json.dumps(index_admin.remove_run(store, args.run_id, args.force), indent=2))
+    except (io.InputError, io.OutputError) as error:
+        print(f"index.py: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""The persistent fingerprint index: its layout on disk, its versions, and atomic publishing.
+
+An index is a folder (any file system Hadoop reads) laid out as:
+
+    manifests/00000007.json     one file per published version; the newest one is the index
+    segments/<run>-<token>/     data written by one run (or merged by `compact`), never modified:
+        entries/                one row per distinct fingerprint (and per too-short text) seen
+        keys/table=<t>/         the band keys of those fingerprints, sorted by key in each file
+
+A manifest lists the segments that make up its version, each with the size of every data
+file (so a truncated file is found by a listing, before any Spark work), the band plan and
+fingerprint settings fixed at creation, and the runs in the order they were published.
+Nothing is ever written into a published segment; a version becomes visible when its
+manifest file appears, which is a single atomic step (a complete temporary file hard-linked
+to the next free version number on local disks, `FileContext.rename` without overwrite
+elsewhere): two runs cannot publish the same version, and a killed run leaves only a
+segment no manifest references (`jobs/index.py compact` removes those).
+
+Pure bookkeeping plus Hadoop FileSystem calls; the DataFrame work is in `index_match`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from simhash_udf import bands, io, join
+
+FORMAT_VERSION = 1
+MANIFESTS = "manifests"
+SEGMENTS = "segments"
+_MANIFEST_NAME = re.compile(r"^(\d{8})\.json$")
+# Expected number of distinct fingerprints an index is planned for when --index-size is not
+# given: the band plan is fixed for the index's whole life, so it is sized for a large crawl.
+DEFAULT_EXPECTED_SIZE = 1_000_000_000
+# Unreferenced segments younger than this are left alone by `compact`: they may belong to a
+# run that is still going and will publish them.
+DEFAULT_MIN_AGE_SECONDS = 3600
+
+ENTRY_SCHEMA_DOC = """entries/ columns: id (the input's id type), fingerprint (long; null for a
+too-short text), exact_key (binary SHA-256 of the normalised text; null for given fingerprints),
+url (string), fetch_time (string), run_id (string), status (kept, exact_duplicate,
+near_duplicate), cluster_id (id of the cluster's kept document), cluster_fingerprint (long),
+cluster_exact_key (binary), cluster_run_id (string: the run that created the cluster)."""
+
+
+class IndexError_(io.InputError):
+    """The index cannot be used as asked (wrong settings, corrupt files); the message says why."""
+
+
+class IndexCorruptError(IndexError_):
+    """A file of the index is missing, truncated or unreadable; the message names it."""
+
+
+class IndexConflictError(io.OutputError):
+    """Another run published a new version of the index while this one was running."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One published run: its id, publication order and what it added."""
+
+    run_id: str
+    seq: int
+    segment: str
+    input_digest: str
+    base_version: int
+    published_at: str
+    entries: int
+    keys: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A data folder of the index: `folder` relative to the index root, the runs whose
+    entries it holds, and the size of each of its data files (relative paths)."""
+
+    folder: str
+    runs: tuple[str, ...]
+    files: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One version of the index."""
+
+    version: int
+    k: int
+    blocks: int
+    fingerprint: dict[str, Any]
+    id_type: str
+    runs: tuple[RunInfo, ...] = ()
+    segments: tuple[Segment, ...] = ()
+    next_seq: int = 1
+    created_at: str = ""
+
+    @property
+    def plan(self) -> bands.BandPlan:
+        return bands.BandPlan(self.k, self.blocks)
+
+    def run(self, run_id: str) -> RunInfo | None:
+        return next((r for r in self.runs if r.run_id == run_id), None)
+
+    def to_json(self) -> str:
+        body = asdict(self)
+        body["format"] = FORMAT_VERSION
+        return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> Manifest:
+        body = json.loads(text)
+        if body.get("format") != FORMAT_VERSION:
+            raise ValueError(f"unknown index format {body.get('format')!r}")
+        return Manifest(
+            version=body["version"],
+            k=body["k"],
+            blocks=body["blocks"],
+            fingerprint=body["fingerprint"],
+            id_type=body["id_type"],
+            runs=tuple(RunInfo(**r) for r in body["runs"]),
+            segments=tuple(
+                Segment(s["folder"], tuple(s["runs"]), dict(s["files"])) for s in body["segments"]
+            ),
+            next_seq=body["next_seq"],
+            created_at=body.get("created_at", ""),
+        )
+
+    def without_run(self, run_id: str) -> Manifest:
+        """This manifest with a run's own segment dropped (the run must have one of its own)."""
+        return replace(
+            self,
+            runs=tuple(r for r in self.runs if r.run_id != run_id),
+            segments=tuple(s for s in self.segments if s.runs != (run_id,)),
+        )
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def safe_name(run_id: str) -> str:
+    """A run id as a folder-name prefix (letters, digits, `-`, `_`, `.` only)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:60] or "run"
+
+
+def input_digest(spark: SparkSession, path: str) -> str:
+    """A digest of the input's file listing (paths, sizes, modification times): the default
+    run id, and how a rerun recognises the same input."""
+    files = io.list_input_files(spark, path)
+    digest = hashlib.sha256()
+    for name in files:
+        fs, hpath = io._hadoop_path(spark, name)
+        status = fs.getFileStatus(hpath)
+        digest.update(f"{name}\t{status.getLen()}\t{status.getModificationTime()}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+class IndexStore:
+    """The files of one index (`root`), through Hadoop's FileSystem API."""
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self.spark = spark
+        self._jvm = spark.sparkContext._jvm
+        fs, hpath = io._hadoop_path(spark, root)
+        self.fs = fs
+        self._root = fs.makeQualified(hpath)
+        self.root = self._root.toString()
+
+    # -- paths ---------------------------------------------------------------------------
+    def _path(self, relative: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(self._root, relative)
+
+    def path(self, relative: str) -> str:
+        """The full path of something inside the index."""
+        return self._path(relative).toString()
+
+    def exists(self, relative: str) -> bool:
+        return bool(self.fs.exists(self._path(relative)))
+
+    def delete(self, relative: str) -> None:
+        self.fs.delete(self._path(relative), True)
+
+    # -- manifests -----------------------------------------------------------------------
+    def versions(self) -> list[int]:
+        """Published versions, oldest first."""
+        folder = self._path(MANIFESTS)
+        if not self.fs.exists(folder):
+            return []
+        found = []
+        for status in self.fs.listStatus(folder):
+            match = _MANIFEST_NAME.match(status.getPath().getName())
+            if match:
+                found.append(int(match.group(1)))
+        return sorted(found)
+
+    def manifest_path(self, version: int) -> str:
+        return self.path(f"{MANIFESTS}/{version:08d}.json")
+
+    def read_text(self, relative: str) -> str:
+        stream = self.fs.open(self._path(relative))
+        try:
+            data = bytes(stream.readAllBytes())
+        finally:
+            stream.close()
+        return data.decode("utf-8")
+
+    def read_manifest(self, version: int) -> Manifest:
+        relative = f"{MANIFESTS}/{version:08d}.json"
+        try:
+            return Manifest.from_json(self.read_text(relative))
+        except (ValueError, KeyError, TypeError) as error:
+            raise IndexCorruptError(
+                f"index manifest {self.path(relative)} is unreadable ({type(error).__name__}: {error}); "
+                "it is truncated or corrupt: restore it from a backup, or delete it to fall back "
+                "to the previous version"
+            ) from None
+
+    def latest(self) -> Manifest | None:
+        """The newest published version, or None for a new (empty or absent) index."""
+        versions = self.versions()
+        return self.read_manifest(versions[-1]) if versions else None
+
+    def check_files(self, manifest: Manifest) -> None:
+        """Raise IndexCorruptError naming the first data file that is missing or whose size
+        differs from what the manifest recorded (a truncated or replaced file)."""
+        for segment in manifest.segments:
+            for relative, size in segment.files.items():
+                path = self._path(f"{segment.folder}/{relative}")
+                if not self.fs.exists(path):
+                    raise IndexCorruptError(
+                        f"index file {path.toString()} is missing (listed by version {manifest.version}); "
+                        "the index cannot be read"
+                    )
+                actual = self.fs.getFileStatus(path).getLen()
+                if actual != size:
+                    raise IndexCorruptError(
+                        f"index file {path.toString()} has {actual} bytes but version "
+                        f"{manifest.version} recorded {size}: it is truncated or was replaced"
+                    )
+
+    def publish(self, manifest: Manifest) -> None:
+        """Make `manifest` the newest version, atomically and only if its version number is
+        still free; raise IndexConflictError when another run took it first."""
+        self.fs.mkdirs(self._path(MANIFESTS))
+        tmp = f"{MANIFESTS}/_tmp-{uuid.uuid4().hex}.json"
+        final = f"{MANIFESTS}/{manifest.version:08d}.json"
+        stream = self.fs.create(self._path(tmp), True)
+        try:
+            stream.write(bytearray(manifest.to_json().encode("utf-8")))
+        finally:
+            stream.close()
+        try:
+            if not self._exclusive_rename(tmp, final):
+                raise IndexConflictError(
+                    f"another run published version {manifest.version} of the index {self.root} "
+                    "while this run was working; nothing of this run was added (rerun it: it will "
+                    "be checked against the new version)"
+                )
+        finally:
+            self.delete(tmp)
+            self._drop_checksum(tmp)
+
+    def _exclusive_rename(self, tmp: str, final: str) -> bool:
+        """Rename that fails (False) when `final` exists, atomically."""
+        uri = self._root.toUri()
+        if uri.getScheme() in (None, "file"):
+            # java.io.File.renameTo and Hadoop's local rename replace an existing file; a
+            # hard link does not (POSIX link(2) fails with EEXIST), and the file is complete.
+            try:
+                os.link(self._local(tmp), self._local(final))
+            except FileExistsError:
+                return False
+            return True
+        context = self._jvm.org.apache.hadoop.fs.FileContext.getFileContext(
+            uri, self.spark.sparkContext._jsc.hadoopConfiguration()
+        )
+        rename_none = self._jvm.org.apache.hadoop.fs.Options.Rename.NONE
+        try:
+            context.rename(self._path(tmp), self._path(final), [rename_none])
+        except Exception as error:  # py4j wraps FileAlreadyExistsException
+            if "FileAlreadyExists" in str(error) or self.exists(final):
+                return False
+            raise
+        return True
+
+    def _local(self, relative: str) -> str:
+        return str(self._jvm.java.io.File(self._path(relative).toUri()).getAbsolutePath())
+
+    def _drop_checksum(self, relative: str) -> None:
+        parent, name = os.path.split(relative)
+        crc = f"{parent}/.{name}.crc"
+        if self.exists(crc):
+            self.delete(crc)
+
+    # -- segments ------------------------------------------------------------------------
+    def new_segment(self, run_id: str) -> str:
+        """A fresh folder name (relative) for a run's data."""
+        token = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        return f"{SEGMENTS}/{safe_name(run_id)}-{token}"
+
+    def data_files(self, folder: str) -> dict[str, int]:
+        """Every data file under a segment folder (relative path -> bytes), hidden files
+        and Spark's markers left out."""
+        base = self._path(folder)
+        prefix = base.toString().rstrip("/") + "/"
+        files: dict[str, int] = {}
+        iterator = self.fs.listFiles(base, True)
+        while iterator.hasNext():
+            status = iterator.next()
+            name = status.getPath().getName()
+            if name.startswith((".", "_")):
+                continue
+            full = status.getPath().toString()
+            files[full[len(prefix):] if full.startswith(prefix) else full] = int(status.getLen())
+        return files
+
+    def segments_on_disk(self) -> list[tuple[str, float]]:
+        """Every segment folder (relative) with its age in seconds."""
+        folder = self._path(SEGMENTS)
+        if not self.fs.exists(folder):
+            return []
+        now = time.time() * 1000
+        return [
+            (f"{SEGMENTS}/{s.getPath().getName()}", (now - s.getModificationTime()) / 1000)
+            for s in self.fs.listStatus(folder)
+            if s.isDirectory()
+        ]
+
+    def unreferenced(self, manifest: Manifest | None, min_age: float = 0.0) -> list[str]:
+        """Segment folders no version from `manifest` on refers to, older than `min_age` s."""
+        referenced = {s.folder for s in manifest.segments} if manifest else set()
+        return sorted(f for f, age in self.segments_on_disk() if f not in referenced and age >= min_age)
+
+    # -- data ----------------------------------------------------------------------------
+    def read(self, manifest: Manifest, part: str) -> DataFrame | None:
+        """`entries` or `keys` of every segment of a version, or None when it has none."""
+        folders = [self.path(f"{s.folder}/{part}") for s in manifest.segments]
+        if not folders:
+            return None
+        return _read_parquet(self.spark, folders)
+
+
+def write_segment(store: IndexStore, folder: str, entries: DataFrame, plan: bands.BandPlan) -> tuple[int, int]:
+    """Write entries (see ENTRY_SCHEMA_DOC) and their band keys into a new segment folder.
+
+    Returns (entries written, key rows written). Fails if the folder exists: a published
+    segment is never written twice.
+    """
+    entries_path = store.path(f"{folder}/entries")
+    entries.write.mode("errorifexists").parquet(entries_path)
+    stored = store.spark.read.parquet(entries_path)
+    fingerprints = stored.where(F.col("fingerprint").isNotNull()).select("fingerprint")
+    # Range-partitioned by (table, key) and sorted: each file holds one key range of one
+    # table, so its min/max statistics let a reader skip it for keys outside the range.
+    (
+        join.band_keys(fingerprints, plan)
+        .repartitionByRange("table", "key")
+        .sortWithinPartitions("table", "key")
+        .write.mode("errorifexists")
+        .partitionBy("table")
+        .parquet(store.path(f"{folder}/keys"))
+    )
+    written = stored.count()
+    return written, fingerprints.count() * plan.n_tables
+
+
+def _read_parquet(spark: SparkSession, folders: list[str]) -> DataFrame:
+    # keys/ is partitioned by table: read each folder with itself as its base path, so the
+    # `table` column comes from the partition folders of every segment.
+    frames = [spark.read.parquet(folder) for folder in folders]
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
