@@ -44,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
             "fingerprint, status, reason, distance), pairs/ (id_a, id_b, distance), deduped/ "
             "(the kept input rows), rejected/ (rows that cannot be documents, if any, with a "
             "reason: unparseable, null_id, duplicate_id (all rows of a repeated id but one), "
-            "damaged_file) and report.json (which also names damaged input files). Bad data is "
-            "counted, never fatal; exit code 2 only for a wrong command line. The output "
+            "damaged_file), report.json (which also names damaged input files) and report.html "
+            "(the report as a page: histograms, stage times, near-duplicate pairs side by "
+            "side). Bad data is counted, never fatal; exit code 2 only for a wrong command line. The output "
             "appears only when the whole run succeeded."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -202,11 +203,14 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     spark = spark or get_session(master=args.master)
     if args.explain:
         try:
-            rows = pipeline.read_input(spark, config, args.input, args.format).rows
+            source = pipeline.read_input(spark, config, args.input, args.format)
         except io.InputError as error:
             print(f"dedupe.py: error: {error}", file=sys.stderr)
             return 2
-        print(report.explain(rows, config.k, config.blocks))
+        print(report.explain(
+            source.rows, config.k, config.blocks, fmt=source.format,
+            fingerprint_col=bool(config.fingerprint_col), write_pairs=config.write_pairs,
+        ))
         return 0
     try:
         session = None
