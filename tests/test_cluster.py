@@ -9,6 +9,7 @@ reruns the lost work on the other, and the outputs are still the same.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -185,13 +186,17 @@ def wait_ready(cluster: Cluster, timeout: float = 120) -> None:
 
 # --- the job's input and outputs ---------------------------------------------------------
 
-def make_crawl(path: Path, n: int, seed: int = 5) -> None:
-    """n documents made from the sample's texts: exact copies, one word replaced, a sentence
-    of sample words appended, or a new text of sample words (a page of its own)."""
+def make_crawl(folder: Path, n: int, files: int = 4, seed: int = 5) -> None:
+    """n documents made from the sample's texts, in `files` JSON Lines files (so every stage
+    has a task for each executor): exact copies, one word replaced, a sentence of sample words
+    appended, or a new text of sample words (a page of its own)."""
     texts = [json.loads(line)["text"] for line in SAMPLE.read_text().splitlines()]
     words = sorted({w for t in texts if t for w in t.split()})
     rng = random.Random(seed)
-    with path.open("w") as out:
+    outs = [(folder / f"part-{f}.jsonl").open("w") for f in range(files)]
+    with contextlib.ExitStack() as stack:
+        for out in outs:
+            stack.enter_context(out)
         for i in range(n):
             text = texts[i % len(texts)] or ""
             edit = rng.randrange(4)
@@ -203,7 +208,7 @@ def make_crawl(path: Path, n: int, seed: int = 5) -> None:
                 text = f"{text} {' '.join(rng.choices(words, k=12))}."
             elif edit == 3:
                 text = " ".join(rng.choices(words, k=60))
-            out.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+            outs[i % files].write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
 
 
 def read_outputs(out: Path) -> dict:
@@ -217,9 +222,9 @@ def read_outputs(out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("crawl") / "crawl.jsonl"
-    make_crawl(path, DOCUMENTS)
-    return path
+    folder = tmp_path_factory.mktemp("crawl")
+    make_crawl(folder, DOCUMENTS)
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -236,10 +241,10 @@ def local_outputs(spark, dedupe_main, crawl, tmp_path_factory) -> dict:
     return found
 
 
-def submit(cluster: Cluster, crawl: Path, out: Path) -> subprocess.Popen:
+def submit(cluster: Cluster, crawl: Path, out: Path, *spark_options: str) -> subprocess.Popen:
     """./submit.sh on the cluster, as a user types it; output to files beside `out`."""
     args = [str(ROOT / "submit.sh"), "--master", cluster.master_url,
-            "--conf", "spark.sql.shuffle.partitions=4", "--total-executor-cores", "2",
+            "--conf", "spark.sql.shuffle.partitions=4", "--total-executor-cores", "2", *spark_options,
             "--input", str(crawl), "--output", str(out)]
     with open(f"{out}.stdout", "wb") as stdout, open(f"{out}.stderr", "wb") as stderr:
         return subprocess.Popen(args, stdout=stdout, stderr=stderr, env=clean_env(SIMHASH_VENV=str(VENV)),
@@ -339,33 +344,59 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     alive = [w for w in cluster.workers if w.process.poll() is None]
     assert len(alive) == 2
     victim = alive[0]
+    ui_port = free_port()
+    events = tmp_path / "events"
+    events.mkdir()
     started = time.monotonic()
-    job = submit(cluster, crawl, out)
+    job = submit(cluster, crawl, out, "--conf", f"spark.ui.port={ui_port}", "--conf", "spark.eventLog.enabled=true",
+                 "--conf", f"spark.eventLog.dir={events}", "--conf", "spark.eventLog.compress=false")
 
-    # Kill the worker (its JVM, its executor and the executor's Python) once fingerprinting
-    # has started: both executors hold tasks and shuffle data then, and most stages remain.
-    trigger = "stage fingerprint: started"
+    # Kill the worker (its JVM, its executor and the executor's Python) once normalising has
+    # started (two long tasks, one per executor) and the driver's REST API has shown the
+    # victim's executor running a task for half a second: a task is lost mid-way.
     deadline = time.monotonic() + 400
-    while trigger not in Path(f"{out}.stdout").read_text(errors="replace"):
+    while "stage normalise: started" not in Path(f"{out}.stdout").read_text(errors="replace"):
         assert job.poll() is None, "the job ended before the worker could be killed"
-        assert time.monotonic() < deadline, "the job never reached the fingerprint stage"
+        assert time.monotonic() < deadline, "the job never reached the normalise stage"
         time.sleep(0.2)
     apps = cluster.state()["activeapps"]
     assert [a["state"] for a in apps] == ["RUNNING"]
-    executors = [d.name for d in (victim.work_dir / apps[0]["id"]).glob("*")]
-    assert executors, "the victim worker runs no executor of the job"
+    app = apps[0]["id"]
+    executors = [d.name for d in (victim.work_dir / app).glob("*")]
+    assert len(executors) == 1, "the victim worker runs no executor of the job"
+    api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app}/executors"
+    busy_since = None
+    while True:  # until the victim has been running a task for half a second (a long one)
+        assert job.poll() is None, "the job ended before the victim's executor ran a task"
+        with urllib.request.urlopen(api, timeout=10) as response:
+            active = {e["id"]: e["activeTasks"] for e in json.load(response)}
+        if active.get(executors[0], 0) == 0:
+            busy_since = None
+        elif busy_since is None:
+            busy_since = time.monotonic()
+        elif time.monotonic() - busy_since >= 0.5:
+            break
+        time.sleep(0.1)
     kill_tree(victim.process)
     killed_at = time.monotonic()
     before_kill = Path(f"{out}.stdout").read_text(errors="replace")
-    print(f"\nkilled {victim.work_dir.name} (executor {executors} of {apps[0]['id']}) {killed_at - started:.1f} s into the run")
+    print(f"\nkilled {victim.work_dir.name} (executor {executors[0]} of {app}, {active[executors[0]]} task(s) "
+          f"running) {killed_at - started:.1f} s into the run")
 
     log = finish(job, out)
     print(f"run with a worker killed: {time.monotonic() - started:.1f} s "
           f"({time.monotonic() - killed_at:.1f} s after the kill)")
-    # The loss happened mid-run and Spark noticed it: the join and everything after it ran
-    # after the kill, the driver lost an executor, and the master counts one worker dead.
-    assert "stage verify: started" not in before_kill and "stage verify: started" in log
-    assert "Lost executor" in log or "ExecutorLost" in log, log[-5000:]
+    # The loss happened mid-run and Spark noticed it: the outputs were written after the
+    # kill, the driver lost the executor and its running task (rerun on the other executor),
+    # and the master counts one worker dead.
+    assert "stage clusters: started" not in before_kill and "stage clusters: started" in log
+    assert f"Lost executor {executors[0]} on 127.0.0.1: worker lost" in log, log[-5000:]
+    # Spark's event log: tasks that ended because the victim's executor was lost.
+    task_ends = [json.loads(line) for path in events.rglob("events_*") for line in path.read_text().splitlines()
+                 if '"SparkListenerTaskEnd"' in line]
+    lost = [e for e in task_ends if e["Task End Reason"]["Reason"] == "ExecutorLostFailure"]
+    assert lost and {e["Task Info"]["Executor ID"] for e in lost} == {executors[0]}, task_ends[-3:]
+    print(f"tasks lost with the executor: {len(lost)}; tasks that ended in all: {len(task_ends)}")
     workers = cluster.state()["workers"]
     assert sorted(w["state"] for w in workers) == ["ALIVE", "DEAD"]
     assert read_outputs(out) == local_outputs
