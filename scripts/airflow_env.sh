@@ -10,15 +10,9 @@ cd "$(dirname "$0")/.."
 venv=${AIRFLOW_VENV:-build/airflow-venv}
 requirements=dags/requirements-airflow.txt
 
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-  for candidate in python3.11 python3.12 python3; do
-    if command -v "$candidate" >/dev/null 2>&1; then python=$candidate; break; fi
-  done
-fi
-[ -n "$python" ] || { echo "airflow_env: Python 3.11 is needed (none found on PATH)" >&2; exit 2; }
-"$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else 1)' \
-  || { echo "airflow_env: $python is older than Python 3.11" >&2; exit 2; }
+# shellcheck source=scripts/find_python.sh
+. scripts/find_python.sh
+find_python airflow_env
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "airflow_env: creating $venv with $("$python" --version)"

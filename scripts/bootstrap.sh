@@ -4,15 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-  for candidate in python3.11 python3.12 python3; do
-    if command -v "$candidate" >/dev/null 2>&1; then python=$candidate; break; fi
-  done
-fi
-[ -n "$python" ] || { echo "bootstrap: Python 3.11 is needed (none found on PATH)" >&2; exit 2; }
-"$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else 1)' \
-  || { echo "bootstrap: $python is older than Python 3.11" >&2; exit 2; }
+# shellcheck source=scripts/find_python.sh
+. scripts/find_python.sh
+find_python bootstrap
 command -v java >/dev/null 2>&1 \
   || { echo "bootstrap: Java 17 is needed for Spark (no 'java' on PATH)" >&2; exit 2; }
 
