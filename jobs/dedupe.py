@@ -136,7 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print every band plan for the input's row count and k (the chosen one marked), "
         "then stop: nothing is fingerprinted or written",
     )
-    parser.add_argument("--master", default=None, help="Spark master when run with python rather than spark-submit (default: local mode on all cores)")
+    parser.add_argument(
+        "--master", default=None,
+        help="Spark master when run with python rather than spark-submit (default: local mode "
+        "on all cores); under ./submit.sh, --master is spark-submit's own option",
+    )
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return parser
 
