@@ -24,21 +24,13 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 
 TARGET_ZH = 15.0  # MB/s per core, with jieba's segmentation (issue 3)
 TARGET_EN = 30.0
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def versions(*names: str) -> str:

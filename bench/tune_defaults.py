@@ -56,6 +56,8 @@ from simhash_udf.config import DedupeConfig, FingerprintConfig
 from simhash_udf.fingerprint import fingerprints, hamming
 from simhash_udf.text import decode_utf8, has_han, html_to_text, normalise
 
+from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("../shared/data")
 DEFAULT_OUT = Path("docs/defaults.md")
@@ -1643,17 +1645,6 @@ def library_version() -> str:
     dirty = git("status", "--porcelain", "--", "simhash_udf")
     state = " with uncommitted changes in simhash_udf/" if dirty else " (clean)"
     return f"simhash_udf at commit {commit}{state}"
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else the platform's guess."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def memory_gb() -> float:
