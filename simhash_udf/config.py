@@ -10,6 +10,9 @@ import math
 from dataclasses import dataclass, field
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
+# What of an HTML page is fingerprinted (`--extract`, see simhash_udf/extract.py):
+# its main content, or all its visible text.
+EXTRACT_MODES = ("main", "all")
 WEIGHTINGS = ("binary", "tf", "tfidf", "idf", "logtfidf")
 KEEP_ORDERS = ("asc", "desc")
 
@@ -71,12 +74,16 @@ class DedupeConfig:
         (ties, and the default, by smallest id).
     keep_empty: also write skipped (empty) documents to `deduped/`.
     write_pairs: write `pairs/` (one row per near-duplicate pair of fingerprints).
+    extract: with `html`, what of a page is fingerprinted: `main` (its main content, falling
+        back to all visible text when none is found) or `all` (all visible text); unused
+        for plain text.
     """
 
     id_col: str = "id"
     text_col: str = "text"
     fingerprint_col: str | None = None
     html: bool = False
+    extract: str = "main"
     k: int = 3
     blocks: int | None = None
     keep_by: str | None = None
@@ -106,6 +113,8 @@ class DedupeConfig:
             raise ConfigError("id_col must not be empty")
         if self.fingerprint_col is None and not self.text_col:
             raise ConfigError("text_col must not be empty")
+        if self.extract not in EXTRACT_MODES:
+            raise ConfigError(f"extract must be one of {EXTRACT_MODES}, got {self.extract!r}")
         if self.keep_by is not None and self.keep_by == self.id_col:
             raise ConfigError("keep_by is the id column already: it is the default rule")
 
