@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from simhash_udf import io, pipeline, report
 from simhash_udf.config import (
+    EXTRACT_MODES,
     MAX_K,
     TOKENIZERS,
     WEIGHTINGS,
@@ -63,7 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--id-col", default=DEFAULTS.id_col, help="unique document id column (integers or strings; the type is kept; JSON/CSV ids "
         "of other types in some rows are read as strings); rows of a repeated id but one go to rejected/")
     data.add_argument("--text-col", default=DEFAULTS.text_col, help="text column")
-    data.add_argument("--html", action="store_true", help="the text column holds HTML: fingerprint its visible text")
+    data.add_argument("--html", action="store_true", help="the text column holds HTML: fingerprint the text --extract says")
+    data.add_argument(
+        "--extract", choices=EXTRACT_MODES, default=None,
+        help="what of an HTML page is fingerprinted (HTML input only: --html or --format warc; "
+        "an error otherwise): main = its main content, without navigation, headers, footers and "
+        "link lists (trafilatura; a page where none is found keeps all its visible text, counted "
+        "as extract_fallbacks in report.json); all = all visible text. Default for HTML: main "
+        "(docs/extraction.md)",
+    )
     data.add_argument(
         "--fingerprint-col", default=None,
         help="the input already carries signed 64-bit simhash fingerprints in this column: skip "
@@ -146,11 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> DedupeConfig:
+    html_input = args.html or args.format == "warc"
+    if args.extract is not None and not html_input:
+        # An option that would silently do nothing is a mistake worth stopping for.
+        raise ConfigError(
+            f"--extract {args.extract} applies to HTML input only: add --html (the text column "
+            "holds HTML) or use --format warc; plain text is fingerprinted as it is"
+        )
     return DedupeConfig(
         id_col=args.id_col,
         text_col=args.text_col,
         fingerprint_col=args.fingerprint_col,
         html=args.html,
+        extract=args.extract or "main",
         k=args.k,
         blocks=args.blocks,
         keep_by=args.keep_by,

@@ -134,7 +134,8 @@ def _keep_by(config: DedupeConfig) -> list[Column]:
 
 def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
     """One row per document: `id`, [`keep_by`], `text` (normalised), `exact_key` (binary),
-    `invalid_utf8` (bool), `reason` (`empty` or null).
+    `invalid_utf8` (bool), `extract_fallback` (bool: `--extract main` kept all visible text
+    of an HTML page in which it found no main content), `reason` (`empty` or null).
 
     exact_key is SHA-256 of the normalised text's UTF-8, computed in Spark SQL: documents
     with equal keys are exact duplicates. Empty documents (null, empty or whitespace only
@@ -144,7 +145,7 @@ def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame
     normalised = documents.select(
         F.col(config.id_col).alias("id"),
         *_keep_by(config),
-        udfs.normalised_text(raw, config.html).alias("n"),
+        udfs.normalised_text(raw, config.html, config.extract).alias("n"),
     )
     text = F.col("n.text")
     empty = text.isNull() | (F.length(text) == 0)
@@ -154,6 +155,7 @@ def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame
         F.when(empty, F.lit(None)).otherwise(text).alias("text"),
         F.when(empty, F.lit(None)).otherwise(F.unhex(F.sha2(text, 256))).alias("exact_key"),
         F.col("n.invalid_utf8").alias("invalid_utf8"),
+        F.col("n.extract_fallback").alias("extract_fallback"),
         F.when(empty, F.lit(EMPTY)).alias("reason"),
     )
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
+from simhash_udf.config import EXTRACT_MODES
 from simhash_udf.text import html_to_text
-
-EXTRACT_MODES = ("main", "all")
 
 # Pages larger than this are not given to the main-content extractor: its tree walk in
 # Python grows with the page, and a multi-megabyte page (a data dump, a generated list) is

@@ -43,6 +43,9 @@ def fingerprint_settings(config: DedupeConfig) -> dict[str, Any]:
     """What makes two runs' fingerprints comparable (stored in the manifest at creation)."""
     settings = dataclasses.asdict(config.fingerprint)
     settings["html"] = config.html
+    # Only for HTML, so that indexes made before --extract existed stay usable for text input
+    # (an HTML index made then holds `all` fingerprints, and is refused for `main`, rightly).
+    settings["extract"] = config.extract if config.html else None
     settings["given_fingerprints"] = config.fingerprint_col is not None
     return settings
 

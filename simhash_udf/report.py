@@ -64,8 +64,9 @@ def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, An
 
 
 def text_counts(texts: DataFrame | None, normalised: DataFrame | None) -> dict[str, int]:
-    """distinct_texts, too_short_texts (texts: `fingerprint`) and invalid_utf8_documents
-    (normalised: `invalid_utf8`); empty for input that carried its own fingerprints."""
+    """distinct_texts, too_short_texts (texts: `fingerprint`), invalid_utf8_documents
+    (normalised: `invalid_utf8`) and, for HTML input, extract_fallbacks (normalised:
+    `extract_fallback`); empty for input that carried its own fingerprints."""
     counts: dict[str, int] = {}
     if texts is not None:
         row = texts.agg(
@@ -74,7 +75,12 @@ def text_counts(texts: DataFrame | None, normalised: DataFrame | None) -> dict[s
         ).first()
         counts = {"distinct_texts": row["distinct_texts"], "too_short_texts": row["too_short_texts"] or 0}
     if normalised is not None:
-        counts["invalid_utf8_documents"] = normalised.where("invalid_utf8").count()
+        row = normalised.agg(
+            F.sum(F.col("invalid_utf8").cast("int")).alias("invalid_utf8_documents"),
+            F.sum(F.col("extract_fallback").cast("int")).alias("extract_fallbacks"),
+        ).first()
+        counts["invalid_utf8_documents"] = row["invalid_utf8_documents"] or 0
+        counts["extract_fallbacks"] = row["extract_fallbacks"] or 0
     return counts
 
 

@@ -14,13 +14,15 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
 from simhash_udf.config import FingerprintConfig
+from simhash_udf.extract import extract as extract_html
 from simhash_udf.fingerprint import fingerprints
-from simhash_udf.text import decode_utf8, html_to_text, normalise
+from simhash_udf.text import decode_utf8, normalise
 
 NORMALISED_TYPE = StructType(
     [
         StructField("text", StringType(), True),
         StructField("invalid_utf8", BooleanType(), True),
+        StructField("extract_fallback", BooleanType(), True),
     ]
 )
 
@@ -32,26 +34,34 @@ FINGERPRINT_TYPE = StructType(
 )
 
 
-def normalised_text(raw_text: Column, html: bool) -> Column:
-    """struct<text: string, invalid_utf8: boolean> of a binary (UTF-8 bytes) column.
+def normalised_text(raw_text: Column, html: bool, extract: str = "main") -> Column:
+    """struct<text: string, invalid_utf8: boolean, extract_fallback: boolean> of a binary
+    (UTF-8 bytes) column.
 
-    text: the normalised text (see `text.normalise`), after HTML extraction when `html`;
-    null when the input is null. invalid_utf8: the bytes were not valid UTF-8 (the bad
-    sequences became U+FFFD). Taking bytes rather than strings keeps invalid UTF-8 in
-    Parquet input from failing inside Arrow.
+    text: the normalised text (see `text.normalise`), after HTML extraction when `html`
+    (`extract.extract` in mode `extract`: `main` content or `all` visible text); null when
+    the input is null. invalid_utf8: the bytes were not valid UTF-8 (the bad sequences
+    became U+FFFD). extract_fallback: `main` found no main content in a page with visible
+    text, so all its visible text was kept. Taking bytes rather than strings keeps invalid
+    UTF-8 in Parquet input from failing inside Arrow.
     """
 
     @pandas_udf(NORMALISED_TYPE)  # type: ignore[call-overload]
     def normalise_batch(raw: pd.Series) -> pd.DataFrame:
         texts: list[str | None] = []
         invalid: list[bool] = []
+        fallbacks: list[bool] = []
         for value in raw:
             text, bad = decode_utf8(value)
+            fallback = False
+            if text is not None and html:
+                text, fallback = extract_html(text, extract)
             if text is not None:
-                text = normalise(html_to_text(text) if html else text)
+                text = normalise(text)
             texts.append(text)
             invalid.append(bad)
-        return pd.DataFrame({"text": texts, "invalid_utf8": invalid})
+            fallbacks.append(fallback)
+        return pd.DataFrame({"text": texts, "invalid_utf8": invalid, "extract_fallback": fallbacks})
 
     return normalise_batch(raw_text)
 
