@@ -197,8 +197,12 @@ def load_sentence_pairs(path: Path, max_pairs: int | None, seed: int) -> list[di
     return rows
 
 
-def load_readability(root: Path) -> list[Page]:
-    """Real-site pages of mozilla/readability's test set (hand-made unit pages left out)."""
+def load_readability(root: Path, page_text: Callable[[str], str] = html_to_text) -> list[Page]:
+    """Real-site pages of mozilla/readability's test set (hand-made unit pages left out).
+
+    page_text: how a page's HTML becomes its text (all visible text by default; bench/quality.py
+    passes the job's `--extract main`); the expected article is always all its visible text.
+    """
     pages = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         source, expected = folder / "source.html", folder / "expected.html"
@@ -214,15 +218,18 @@ def load_readability(root: Path) -> list[Page]:
             Page(
                 name=folder.name,
                 site=site,
-                page_text=html_to_text(source.read_text(encoding="utf-8", errors="replace")),
+                page_text=page_text(source.read_text(encoding="utf-8", errors="replace")),
                 article_text=html_to_text(expected.read_text(encoding="utf-8", errors="replace")),
             )
         )
     return pages
 
 
-def load_aeb(root: Path) -> list[Page]:
-    """The article-extraction-benchmark pages; `site` is the URL's host name."""
+def load_aeb(root: Path, page_text: Callable[[str], str] = html_to_text) -> list[Page]:
+    """The article-extraction-benchmark pages; `site` is the URL's host name.
+
+    page_text: how a page's HTML becomes its text (as for `load_readability`).
+    """
     truth = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
     pages = []
     for key in sorted(truth):
@@ -234,7 +241,7 @@ def load_aeb(root: Path) -> list[Page]:
             Page(
                 name=key[:12],
                 site=urllib.parse.urlparse(truth[key].get("url") or "").netloc or None,
-                page_text=html_to_text(html or ""),
+                page_text=page_text(html or ""),
                 article_text=truth[key].get("articleBody") or "",
             )
         )
