@@ -1,0 +1,812 @@
+"""Detection quality, measured on every set in ../shared/data; writes docs/quality.md.
+
+    .venv/bin/python bench/quality.py            # full run, a few minutes on 2 cores
+    .venv/bin/python bench/quality.py --quick    # small seeded samples: a smoke test, not a result
+
+What is scored is what the job runs: a page's text comes from `extract.extract_text(html,
+"main")` (the job's `--extract main`), every text is `text.normalise`d, fingerprinted by
+`fingerprint.fingerprints` with the default `FingerprintConfig`, and a pair is merged as the
+job merges it: exact copies (equal normalised text) always, otherwise both texts fingerprinted
+(at least `min_features` distinct features) and at most `k` bits apart. The band join finds
+every pair within k (tests/test_join*.py hold it to brute force), so pair distances stand for
+the join without running Spark. With the short-text policy (`simhash_udf.verify`), a merged
+pair whose shorter text is below `VerifyConfig.below_chars` characters must also reach the
+shingle Jaccard threshold.
+
+Anchors, on the same normalised texts in the same run:
+- datasketch's MinHashLSH (threshold 0.8, 128 permutations) over word 5-gram shingles
+  (character 5-grams for text with Han characters: `verify.shingles(text, 5)`); a pair is
+  merged when it is an LSH candidate (shares one of the index's band buckets, which is what
+  `MinHashLSH.query` returns); its "distance" is 1 - the MinHash Jaccard estimate;
+- the `simhash` PyPI package (`Simhash(text)`, its own character 4-gram features; the numpy-2
+  fix of bench/fingerprint_throughput.py) at the same k.
+
+Sets: page <-> article text (web/aeb, web/readability), different articles of one site,
+PAN-13 documents sharing one passage, labelled sentence pairs (per dataset and language; STS-B
+graded), synthetic near-copies of the articles (1 % and 3 % of words edited, as
+bench/tune_defaults.py makes them) and unrelated long documents. Then every default is varied
+around its value on the same sets. Loaders, pair frames and near-copy edits are
+bench/tune_defaults.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+BENCH = Path(__file__).resolve().parent
+if str(BENCH) not in sys.path:  # tune_defaults imports its neighbours by plain name
+    sys.path.insert(0, str(BENCH))
+
+from tune_defaults import (  # noqa: E402
+    RAIL_EXCLUDED_DATASET_PREFIX,
+    band_tables,
+    Corpus,
+    Setting,
+    check_data,
+    count_lines_gz,
+    fingerprint_all,
+    library_version,
+    load_aeb,
+    load_pan13,
+    load_readability,
+    load_sentence_pairs,
+    log,
+    machine,
+    md_table,
+    num,
+    page_article_frame,
+    pan13_frame,
+    pct,
+    resolve,
+    same_site_frame,
+    sentence_pair_frame,
+    software,
+    spearman,
+    sts_bucket,
+    synthetic_frame,
+    synthetic_sources,
+    text_group,
+    unrelated_frame,
+)
+
+from simhash_udf.config import DedupeConfig, FingerprintConfig  # noqa: E402
+from simhash_udf.text import html_to_text  # noqa: E402
+
+try:  # helper H2's main-text extraction (the job's --extract main)
+    from simhash_udf.extract import extract_text
+except ImportError:  # pragma: no cover - only before extract.py exists
+    extract_text = None
+
+try:  # helper H4's short-text policy (--verify)
+    from simhash_udf.config import VerifyConfig
+    from simhash_udf.verify import jaccard, shingles
+except ImportError:  # pragma: no cover - only before verify.py exists
+    VerifyConfig = None  # type: ignore[assignment,misc]
+    from simhash_udf.verify import jaccard, shingles  # shingles are needed by the anchors
+
+DEFAULT_DATA = Path("../shared/data")
+DEFAULT_OUT = Path("docs/quality.md")
+SEED = 20_240_601
+
+MINHASH_THRESHOLD = 0.8
+MINHASH_PERM = 128
+MINHASH_SHINGLE = 5
+EDIT_RATES = (0.01, 0.03)  # synthetic near-copies: share of words edited
+MAX_NON_DUP_MERGED = 0.01  # the guard rail on non-duplicate sentence pairs, per language
+DIST_BINS = ((0, 0), (1, 3), (4, 6), (7, 10), (11, 16), (17, 64))
+
+DEFAULT_FP = FingerprintConfig()
+DEFAULT_K = DedupeConfig().k
+
+
+# --------------------------------------------------------------------------- metrics (pure)
+
+
+def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """P(a positive pair is closer than a negative one), ties counting one half.
+
+    Distances (smaller = more similar), any real values; NaN when either side is empty.
+    Computed from ranks (Mann-Whitney U of the negatives), O(n log n).
+    """
+    pos, neg = np.asarray(positive, dtype=float), np.asarray(negative, dtype=float)
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    ranks = rankdata(np.concatenate([pos, neg]))  # average ranks for ties
+    u_neg = ranks[len(pos):].sum() - len(neg) * (len(neg) + 1) / 2
+    return float(u_neg / (len(pos) * len(neg)))
+
+
+def hamming_many(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Hamming distances of two equal-length arrays of 64-bit fingerprints (signed or not)."""
+    xor = np.bitwise_xor(x.astype(np.int64).view(np.uint64), y.astype(np.int64).view(np.uint64))
+    return np.bitwise_count(xor).astype(np.int64)
+
+
+def simhash_merged(
+    dist: np.ndarray, exact: np.ndarray, fingerprinted: np.ndarray, k: int
+) -> np.ndarray:
+    """The job's rule: exact copies, or both texts fingerprinted and at most k bits apart."""
+    return np.asarray(exact) | (np.asarray(fingerprinted) & (np.asarray(dist) <= k))
+
+
+def lsh_candidates(
+    hashvalues_a: np.ndarray, hashvalues_b: np.ndarray, hashranges: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """Whether each pair (row of a, row of b) shares a MinHashLSH band bucket.
+
+    hashranges: `MinHashLSH.hashranges` (the b bands of r hash values). Two MinHashes share a
+    bucket exactly when one band of their hash values is equal, which is when
+    `MinHashLSH.query` of one returns the other.
+    """
+    found = np.zeros(len(hashvalues_a), dtype=bool)
+    for start, end in hashranges:
+        found |= (hashvalues_a[:, start:end] == hashvalues_b[:, start:end]).all(axis=1)
+    return found
+
+
+def minhash_jaccard(hashvalues_a: np.ndarray, hashvalues_b: np.ndarray) -> np.ndarray:
+    """MinHash's Jaccard estimate per pair: the share of equal hash values."""
+    return (hashvalues_a == hashvalues_b).mean(axis=1)
+
+
+def merged_count(merged: Sequence[bool]) -> int:
+    """How many pairs merged."""
+    return int(np.count_nonzero(np.asarray(merged, dtype=bool)))
+
+
+def bin_label(low: int, high: int) -> str:
+    """`0`, `1-3`, `17+`."""
+    return str(low) if low == high else (f"{low}+" if high >= 64 else f"{low}-{high}")
+
+
+def distance_histogram(dist: np.ndarray, bins: Sequence[tuple[int, int]] = DIST_BINS) -> list[float]:
+    """Share of distances in each inclusive bin (NaN when there are none)."""
+    dist = np.asarray(dist)
+    if len(dist) == 0:
+        return [float("nan")] * len(bins)
+    return [float(((dist >= lo) & (dist <= hi)).mean()) for lo, hi in bins]
+
+
+def mean_by_score_bin(scores: pd.Series, dist: pd.Series) -> pd.DataFrame:
+    """Mean distance and pair count per STS-B score bin ([0,1) ... [4,5])."""
+    frame = pd.DataFrame({"bin": scores.map(sts_bucket), "dist": dist.to_numpy()})
+    return frame.groupby("bin")["dist"].agg(["mean", "size"])
+
+
+# --------------------------------------------------------------------------- methods
+
+
+@dataclass
+class Scored:
+    """One method's view of one pair set: a distance and a merge decision per pair."""
+
+    dist: np.ndarray  # bits for simhash, 1 - estimated Jaccard for MinHash
+    merged: np.ndarray
+    has: np.ndarray | None = None  # both texts have a signature (None: every pair has)
+
+
+class Ours:
+    """The library's fingerprints of every corpus text under one setting."""
+
+    def __init__(self, values: np.ndarray, n_features: np.ndarray, label: str,
+                 k: int = DEFAULT_K, min_features: int = DEFAULT_FP.min_features,
+                 policy: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> None:
+        self.values, self.n_features, self.label = values, n_features, label
+        self.k, self.min_features, self.policy = k, min_features, policy
+
+    def variant(self, label: str, **changes: object) -> Ours:
+        """The same fingerprints under another k, min_features or policy."""
+        fields = {"k": self.k, "min_features": self.min_features, "policy": self.policy}
+        fields.update(changes)
+        return Ours(self.values, self.n_features, label, **fields)  # type: ignore[arg-type]
+
+    def score(self, frame: pd.DataFrame) -> Scored:
+        a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
+        dist = hamming_many(self.values[a], self.values[b])
+        both = np.minimum(self.n_features[a], self.n_features[b]) >= self.min_features
+        exact = frame["exact"].to_numpy(dtype=bool)
+        merged = simhash_merged(dist, exact, both, self.k)
+        if self.policy is not None:
+            merged = exact | (merged & self.policy(a, b))
+        # Pairs without two fingerprints have no distance: the farthest, so they rank last.
+        return Scored(np.where(both | exact, dist, 64), merged, both | exact)
+
+
+class SimhashPackage:
+    """The `simhash` PyPI package's fingerprint of every corpus text, merged at k bits."""
+
+    label = "simhash pkg"
+
+    def __init__(self, texts: Sequence[str], k: int = DEFAULT_K) -> None:
+        from fingerprint_throughput import _simhash_class  # its numpy-2 fix
+
+        cls = _simhash_class()
+        self.values = np.array([cls(t).value for t in texts], dtype=np.uint64).view(np.int64)
+        self.k = k
+
+    def score(self, frame: pd.DataFrame) -> Scored:
+        a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
+        dist = hamming_many(self.values[a], self.values[b])
+        exact = frame["exact"].to_numpy(dtype=bool)
+        return Scored(dist, simhash_merged(dist, exact, np.ones(len(a), bool), self.k))
+
+
+class MinHashAnchor:
+    """datasketch MinHash of every corpus text's shingles, merged when MinHashLSH would."""
+
+    label = "MinHashLSH"
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        from datasketch import MinHash, MinHashLSH
+
+        sets = [[s.encode("utf-8") for s in shingles(t, MINHASH_SHINGLE, normalised=True)]
+                for t in texts]
+        minhashes = MinHash.bulk(sets, num_perm=MINHASH_PERM)
+        self.hashvalues = np.vstack([m.hashvalues for m in minhashes])
+        lsh = MinHashLSH(threshold=MINHASH_THRESHOLD, num_perm=MINHASH_PERM)
+        self.hashranges, self.bands, self.rows = lsh.hashranges, lsh.b, lsh.r
+
+    def score(self, frame: pd.DataFrame) -> Scored:
+        a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
+        merged = np.zeros(len(a), dtype=bool)
+        dist = np.zeros(len(a), dtype=float)
+        for start in range(0, len(a), 50_000):  # bounds memory on large pair sets
+            ha, hb = self.hashvalues[a[start:start + 50_000]], self.hashvalues[b[start:start + 50_000]]
+            merged[start:start + 50_000] = lsh_candidates(ha, hb, self.hashranges)
+            dist[start:start + 50_000] = 1.0 - minhash_jaccard(ha, hb)
+        return Scored(dist, merged | frame["exact"].to_numpy(dtype=bool))
+
+
+def short_text_policy(texts: Sequence[str], threshold: float, below_chars: int | None,
+                      shingle: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """`--verify`'s check as a function of pair indices: True when a pair passes (its shorter
+    text is long enough to be left alone, or its shingle Jaccard reaches the threshold)."""
+    cache: dict[int, set[str]] = {}
+
+    def shingle_set(i: int) -> set[str]:
+        if i not in cache:
+            cache[i] = shingles(texts[i], shingle, normalised=True)
+        return cache[i]
+
+    def passes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.ones(len(a), dtype=bool)
+        for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+            if below_chars is not None and min(len(texts[x]), len(texts[y])) >= below_chars:
+                continue
+            out[j] = jaccard(shingle_set(x), shingle_set(y)) >= threshold
+        return out
+
+    return passes
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass
+class Sets:
+    """Every pair set as a frame of corpus indices (`a`, `b`, `exact`) plus its labels."""
+
+    corpus: Corpus
+    frames: dict[str, pd.DataFrame]
+    total_pairs: int
+    extractor: str
+
+
+def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets:
+    """Load, extract and normalise every set (seeded samples with --quick or --max-pairs)."""
+    corpus = Corpus()
+    main = (lambda html: extract_text(html, "main")) if extract_text else html_to_text
+    extractor = "extract.extract_text(html, 'main')" if extract_text else "text.html_to_text"
+    readability_dir, aeb_dir = data / "web/readability/test-pages", data / "web/aeb"
+    readability, aeb = load_readability(readability_dir, main), load_aeb(aeb_dir, main)
+    readability_all, aeb_all = load_readability(readability_dir), load_aeb(aeb_dir)
+    if quick:  # a seeded handful of pages, keeping whole sites so same-site pairs remain
+        readability = [p for p in readability if p.name.split("-")[0] in ("nytimes", "yahoo", "qq", "bbc", "wikipedia")]
+        keep = {p.name for p in readability}
+        readability_all = [p for p in readability_all if p.name in keep]
+        aeb, aeb_all = aeb[:20], aeb_all[:20]
+    n_pairs = max_pairs if max_pairs is not None else (4_000 if quick else None)
+    sentence_rows = load_sentence_pairs(data / "pairs/pairs.jsonl.gz", n_pairs, seed)
+    pan13_rows = load_pan13(data / "pan13/pairs.jsonl.gz", 40 if quick else None, seed)
+    sources = synthetic_sources(readability_all, aeb_all, [], 40 if quick else None, seed)
+    frames = {
+        "page_article": pd.concat([page_article_frame(readability, "readability", corpus),
+                                   page_article_frame(aeb, "aeb", corpus)], ignore_index=True),
+        "page_article_all": pd.concat([page_article_frame(readability_all, "readability", corpus),
+                                       page_article_frame(aeb_all, "aeb", corpus)], ignore_index=True),
+        "same_site": same_site_frame(readability, aeb, corpus),
+        "same_site_all": same_site_frame(readability_all, aeb_all, corpus),
+        "pan13": pan13_frame(pan13_rows, corpus),
+        "pairs": sentence_pair_frame(sentence_rows, corpus),
+    }
+    synthetic = synthetic_frame(sources, corpus, 1, seed)
+    frames["synthetic"] = synthetic[synthetic["rate"].isin(EDIT_RATES)].reset_index(drop=True)
+    long_docs = [(a, text_group(corpus.texts[a])) for a in frames["synthetic"]["a"].unique()]
+    long_docs += [(i, text_group(corpus.texts[i]))
+                  for i in itertools.chain(frames["pan13"]["a"], frames["pan13"]["b"])]
+    related = set(zip(frames["pan13"]["a"], frames["pan13"]["b"]))
+    frames["unrelated"] = unrelated_frame(long_docs, related)
+    return Sets(corpus, frames, count_lines_gz(data / "pairs/pairs.jsonl.gz"), extractor)
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def default_setting() -> Setting:
+    """The library's default fingerprint setting."""
+    return Setting(DEFAULT_FP.tokenizer, DEFAULT_FP.ngram, DEFAULT_FP.weighting)
+
+
+def fingerprint_variants() -> list[tuple[str, str, Setting]]:
+    """(parameter, label, setting): the default, then each fingerprint default changed alone."""
+    d = default_setting()
+    out = [("default", d.label, d)]
+    for tok, n in (("jieba", d.ngram), ("word", d.ngram), ("char", 2), ("char", 3)):
+        if tok != d.tokenizer:
+            out.append(("tokenizer", f"tokenizer {tok}" + (f" (ngram {n})" if n != d.ngram else ""),
+                        replace(d, tokenizer=tok, ngram=n)))
+    for n in (1, 2, 3):
+        if n != d.ngram:
+            out.append(("ngram", f"ngram {n}", replace(d, ngram=n)))
+    for w in ("binary", "tf", "tfidf", "idf", "logtfidf"):
+        if w != d.weighting:
+            out.append(("weighting", f"weighting {w}", replace(d, weighting=w)))
+    return out
+
+
+@dataclass
+class Row:
+    """One line of the defaults table: which default it supports and the method it scores."""
+
+    parameter: str
+    label: str
+    method: Ours
+
+
+def default_rows(fps: dict[str, Ours], texts: Sequence[str]) -> list[Row]:
+    """Every variant of the defaults table, the default first."""
+    base = fps["default"]
+    rows = [Row("default", f"defaults ({base.label}, k {DEFAULT_K}, min_features "
+                f"{DEFAULT_FP.min_features})", base)]
+    rows += [Row(p, label, fps[label]) for p, label, _ in fingerprint_variants()[1:]]
+    rows += [Row("k", f"k {k}", base.variant(f"k {k}", k=k)) for k in (2, 4, 5) if k != DEFAULT_K]
+    rows += [Row("min_features", f"min_features {m}", base.variant(f"min_features {m}", min_features=m))
+             for m in (1, 8, 16) if m != DEFAULT_FP.min_features]
+    for label, policy in policies(texts):
+        rows.append(Row("short-text policy", label, base.variant(label, policy=policy)))
+    return rows
+
+
+def policies(texts: Sequence[str]) -> list[tuple[str, Callable]]:
+    """The short-text policy at its default and around it (empty before verify exists)."""
+    if VerifyConfig is None:
+        return []
+    v = VerifyConfig()
+    out = []
+    if v.threshold is not None:
+        out.append((f"verify jaccard:{v.threshold} below {v.below_chars} chars, {v.shingle}-shingles (default)",
+                    short_text_policy(texts, v.threshold, v.below_chars, v.shingle)))
+    for threshold in (0.3, 0.5, 0.8):
+        if threshold != v.threshold:
+            out.append((f"verify jaccard:{threshold} below {v.below_chars} chars, {v.shingle}-shingles",
+                        short_text_policy(texts, threshold, v.below_chars, v.shingle)))
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass
+class Figures:
+    """The headline figures of one method on every set."""
+
+    page_recall: float
+    page_recall_all: float
+    same_site: int
+    same_site_all: int
+    pan13: int
+    unrelated: int
+    near_copy: dict[float, float]
+    non_dup: dict[str, float]  # per language, PAWS-X left out
+    dup: dict[str, float]
+    auc: dict[str, float]
+    sts_rho: dict[str, float]  # per STS-B dataset (STS-B-en, STS-B-zh)
+
+
+def figures(method: Ours | SimhashPackage | MinHashAnchor, frames: dict[str, pd.DataFrame]) -> Figures:
+    """Score one method on every set."""
+    s = {name: method.score(frame) for name, frame in frames.items()}
+    pairs = frames["pairs"]
+    railed = ~pairs["dataset"].str.startswith(RAIL_EXCLUDED_DATASET_PREFIX).to_numpy()
+    non_dup, dup, aucs = {}, {}, {}
+    for lang in sorted(pairs["lang"].unique()):
+        lang_rows = (pairs["lang"] == lang).to_numpy() & railed
+        is_dup, is_non = lang_rows & (pairs["dup"] == 1).to_numpy(), lang_rows & (pairs["dup"] == 0).to_numpy()
+        non_dup[lang] = float(s["pairs"].merged[is_non].mean()) if is_non.any() else float("nan")
+        dup[lang] = float(s["pairs"].merged[is_dup].mean()) if is_dup.any() else float("nan")
+        aucs[lang] = auc(s["pairs"].dist[is_dup], s["pairs"].dist[is_non])
+    rho = {}
+    for dataset in sorted(d for d in pairs["dataset"].unique() if d.startswith("STS-B")):
+        sts = (pairs["dataset"] == dataset).to_numpy() & pairs["score"].notna().to_numpy()
+        rho[dataset] = spearman(pd.Series(s["pairs"].dist[sts]),
+                                pairs.loc[sts, "score"].reset_index(drop=True))
+    syn = frames["synthetic"]
+    near = {r: float(s["synthetic"].merged[(syn["rate"] == r).to_numpy()].mean()) for r in EDIT_RATES}
+    return Figures(
+        page_recall=float(s["page_article"].merged.mean()),
+        page_recall_all=float(s["page_article_all"].merged.mean()),
+        same_site=merged_count(s["same_site"].merged),
+        same_site_all=merged_count(s["same_site_all"].merged),
+        pan13=merged_count(s["pan13"].merged),
+        unrelated=merged_count(s["unrelated"].merged),
+        near_copy=near,
+        non_dup=non_dup,
+        dup=dup,
+        auc=aucs,
+        sts_rho=rho,
+    )
+
+
+def trio(values: Sequence[str]) -> str:
+    """`ours / MinHashLSH / simhash pkg` in one cell."""
+    return " / ".join(values)
+
+
+def headline_section(methods: Sequence, figs: Sequence[Figures], frames: dict[str, pd.DataFrame],
+                     k: int) -> str:
+    """The main table: every set, every figure, ours beside the anchors."""
+    names = " / ".join(m.label for m in methods)
+    langs = list(figs[0].non_dup)
+    fa = frames["page_article"]
+    rows = [
+        ["page ↔ article recall, --extract main", f"{len(fa)} pairs (" + _counts(fa["source"]) + ")",
+         trio([pct(f.page_recall, 0) for f in figs]), "higher; extraction, k"],
+        ["page ↔ article recall, --extract all", f"{len(frames['page_article_all'])} pairs",
+         trio([pct(f.page_recall_all, 0) for f in figs]), "(why --extract main)"],
+    ]
+    for r in EDIT_RATES:
+        n = int((frames["synthetic"]["rate"] == r).sum())
+        rows.append([f"near-copies, {r:.0%} of words edited", f"{n} articles",
+                     trio([pct(f.near_copy[r], 0) for f in figs]), "higher; tokenizer, ngram, weighting, k"])
+    rows += [
+        ["same-site different articles merged (main text)", f"{len(frames['same_site'])} pairs",
+         trio([str(f.same_site) for f in figs]), "0; extraction, k"],
+        ["same-site different articles merged (all text)", f"{len(frames['same_site_all'])} pairs",
+         trio([str(f.same_site_all) for f in figs]), "(why --extract main)"],
+        ["PAN-13 pairs sharing one passage merged", f"{len(frames['pan13'])} pairs",
+         trio([str(f.pan13) for f in figs]), "0; ngram, k"],
+        ["unrelated long documents merged", f"{len(frames['unrelated']):,} pairs",
+         trio([str(f.unrelated) for f in figs]), "0; weighting (stopwords)"],
+    ]
+    pairs = frames["pairs"]
+    for lang in langs:
+        part = pairs[(pairs["lang"] == lang) & ~pairs["dataset"].str.startswith(RAIL_EXCLUDED_DATASET_PREFIX)]
+        n_non, n_dup = int((part["dup"] == 0).sum()), int((part["dup"] == 1).sum())
+        rows += [
+            [f"{lang} sentence non-duplicates merged (≤ 1%)", f"{n_non:,} pairs",
+             trio([pct(f.non_dup[lang], 2) for f in figs]), "≤ 1%; k, min_features, short-text policy"],
+            [f"{lang} sentence duplicates merged", f"{n_dup:,} pairs",
+             trio([pct(f.dup[lang], 1) for f in figs]), "(informative: labels mean same meaning)"],
+            [f"{lang} sentence pairs AUC", f"{n_non + n_dup:,} pairs",
+             trio([num(f.auc[lang], 3) for f in figs]), "higher; tokenizer, weighting"],
+        ]
+    for dataset in figs[0].sts_rho:
+        n_sts = int(((pairs["dataset"] == dataset) & pairs["score"].notna()).sum())
+        rows.append([f"{dataset}: Spearman of distance with score (negative: distance falls as "
+                     "the score rises)", f"{n_sts:,} pairs",
+                     trio([num(f.sts_rho[dataset], 3) for f in figs]), "lower; tokenizer, weighting"])
+    return (
+        "## Headline\n\n"
+        f"Each cell: **{names}** (k = {k} for both simhashes; MinHashLSH at Jaccard "
+        f"{MINHASH_THRESHOLD}, {MINHASH_PERM} permutations). Sentence-pair rows leave PAWS-X out "
+        "(see *Sentence pairs*); \"merged\" is what the job does: exact copies always, otherwise "
+        "fingerprints within k.\n\n"
+        + md_table(["set", "size", names, "good is; defaults it supports"], rows)
+        + "\n"
+    )
+
+
+def _digits(method: object) -> int:
+    """Decimals of a distance: bits are whole, MinHash's 1 - Jaccard is a fraction."""
+    return 3 if isinstance(method, MinHashAnchor) else 1
+
+
+def _counts(column: pd.Series) -> str:
+    return ", ".join(f"{n} {v}" for v, n in column.value_counts().sort_index().items())
+
+
+def sentence_section(methods: Sequence, frames: dict[str, pd.DataFrame]) -> str:
+    """Per dataset and language: sizes, AUC, non-dups and dups merged, ours beside anchors;
+    then ours' distance distribution of duplicates and non-duplicates."""
+    pairs = frames["pairs"]
+    scored = [m.score(pairs) for m in methods]
+    names = " / ".join(m.label for m in methods)
+    rows, hist_rows = [], []
+    for (dataset, lang), g in pairs[pairs["dup"].notna()].groupby(["dataset", "lang"]):
+        idx = g.index.to_numpy()
+        dup, non = (g["dup"] == 1).to_numpy(), (g["dup"] == 0).to_numpy()
+        rows.append([
+            dataset, lang, f"{dup.sum():,} / {non.sum():,}",
+            trio([num(auc(s.dist[idx][dup], s.dist[idx][non]), 3) for s in scored]),
+            trio([pct(s.merged[idx][non].mean() if non.any() else np.nan, 2) for s in scored]),
+            trio([pct(s.merged[idx][dup].mean() if dup.any() else np.nan, 1) for s in scored]),
+            f"{np.median(scored[0].dist[idx][dup]):.0f} / {np.median(scored[0].dist[idx][non]):.0f}"
+            if dup.any() and non.any() else "-",
+        ])
+    for lang, g in pairs[pairs["dup"].notna()].groupby("lang"):
+        idx = g.index.to_numpy()
+        for label, mask in (("duplicates", (g["dup"] == 1).to_numpy()), ("non-duplicates", (g["dup"] == 0).to_numpy())):
+            has = scored[0].has[idx][mask]
+            hist = distance_histogram(scored[0].dist[idx][mask][has])
+            hist_rows.append([lang, label, f"{mask.sum():,}", pct(1 - has.mean(), 1)]
+                             + [pct(h, 1) for h in hist])
+    graded = pairs[pairs["dup"].isna() & pairs["score"].notna()]
+    sts_rows = []
+    for dataset, g in graded.groupby("dataset"):
+        idx = g.index.to_numpy()
+        per = [mean_by_score_bin(g["score"], pd.Series(s.dist[idx])) for s in scored]
+        for b in sorted(per[0].index):
+            sts_rows.append([dataset, b, f"{int(per[0].loc[b, 'size']):,}"]
+                            + [f"{p.loc[b, 'mean']:.{_digits(m)}f}" for m, p in zip(methods, per)])
+        sts_rows.append([dataset, "Spearman", f"{len(g):,}"]
+                        + [num(spearman(pd.Series(s.dist[idx]), g["score"].reset_index(drop=True)), 3)
+                           for s in scored])
+    return (
+        "## Sentence pairs\n\n"
+        "Human labels of *same meaning*, not of near-duplicate text: simhash is not meant to find "
+        "paraphrases, so duplicates merged is informative only; what must hold is that "
+        "non-duplicates are (almost) never merged. PAWS-X non-duplicates are word-order "
+        "permutations of one bag of words, built to fool bag-of-words models; they are shown "
+        "here and left out of the per-language rail. AUC: P(a duplicate pair is closer than a "
+        "non-duplicate), ties half; a pair without two fingerprints counts as 64 bits apart.\n\n"
+        + md_table(["dataset", "lang", "dups / non-dups", f"AUC ({names})",
+                    f"non-dups merged ({names})", f"dups merged ({names})",
+                    "ours: median bits dup / non"], rows)
+        + "\n\n### Distance distribution (ours, default settings)\n\n"
+        + "Share of the pairs with two fingerprints at each distance; `no fingerprint`: pairs where "
+        "a text has fewer than min_features features (merged only if exact copies).\n\n"
+        + md_table(["lang", "pairs", "n", "no fingerprint"]
+                   + [f"{bin_label(lo, hi)} bits" for lo, hi in DIST_BINS], hist_rows)
+        + "\n\n### Graded pairs: mean distance per score bin\n\n"
+        f"Columns: {names} (bits; MinHashLSH: 1 - estimated Jaccard). The distance should fall as "
+        "the score rises, and Spearman's rho of distance with score be negative.\n\n"
+        + md_table(["dataset", "score", "pairs"] + [m.label for m in methods], sts_rows)
+        + "\n"
+    )
+
+
+def documents_section(methods: Sequence, frames: dict[str, pd.DataFrame]) -> str:
+    """Page <-> article per source, with median distances; same-site pairs that merged."""
+    rows = []
+    for name, label in (("page_article", "main"), ("page_article_all", "all")):
+        frame = frames[name]
+        scored = [m.score(frame) for m in methods]
+        for source, g in frame.groupby("source"):
+            idx = g.index.to_numpy()
+            rows.append([source, f"--extract {label}", len(g),
+                         trio([pct(s.merged[idx].mean(), 0) for s in scored]),
+                         trio([f"{np.median(s.dist[idx]):.{_digits(m)}f}" for m, s in zip(methods, scored)])])
+    names = " / ".join(m.label for m in methods)
+    merged_rows = []
+    for name in ("same_site", "same_site_all", "pan13"):
+        frame = frames[name]
+        for m in methods:
+            s = m.score(frame)
+            for i in np.flatnonzero(s.merged):
+                r = frame.iloc[i]
+                merged_rows.append([name, m.label, r.get("pair", f"pair {i}"), f"{s.dist[i]:.2f}".rstrip("0").rstrip(".")])
+    text = (
+        "## Pages and documents\n\n"
+        f"Page ↔ its own article text, per source. Cells: {names}; distance in bits "
+        "(MinHashLSH: 1 - estimated Jaccard).\n\n"
+        + md_table(["source", "page text", "pairs", "recall", "median distance"], rows)
+        + "\n\nEvery must-not-merge document pair that merged (same site, PAN-13):\n\n"
+    )
+    if merged_rows:
+        text += md_table(["set", "method", "pair", "distance"], merged_rows) + "\n"
+    else:
+        text += "None, for any method.\n"
+    return text
+
+
+def defaults_section(rows: Sequence[Row], frames: dict[str, pd.DataFrame]) -> tuple[str, list[Figures]]:
+    """Each default varied around its value: the figures, which hold the rails, and the choice."""
+    figs = [figures(r.method, frames) for r in rows]
+    langs = list(figs[0].non_dup)
+    table, verdicts = [], []
+    for r, f in zip(rows, figs):
+        table.append([
+            r.parameter, r.label, pct(f.page_recall, 0),
+            " / ".join(pct(f.near_copy[x], 0) for x in EDIT_RATES),
+            f"{f.same_site} / {f.pan13} / {f.unrelated}",
+            " / ".join(pct(f.non_dup[lang], 2) for lang in langs),
+            " / ".join(pct(f.dup[lang], 1) for lang in langs),
+            " / ".join(num(f.auc[lang], 3) for lang in langs),
+            " / ".join(num(v, 3) for v in f.sts_rho.values()),
+            "yes" if rails_hold(f) else "**no**",
+        ])
+    base = figs[0]
+    for parameter in dict.fromkeys(r.parameter for r in rows[1:]):
+        group = [(r, f) for r, f in zip(rows, figs) if r.parameter == parameter]
+        verdicts.append(verdict(parameter, rows[0], base, group))
+    lang_cells = " / ".join(langs)
+    rates = " / ".join(f"{x:.0%}" for x in EDIT_RATES)
+    headers = ["supports", "variant", "page ↔ article", f"near-copies {rates}",
+               "merged: same-site / PAN-13 / unrelated", f"non-dups merged {lang_cells}",
+               f"dups merged {lang_cells}", f"AUC {lang_cells}",
+               "Spearman " + " / ".join(figs[0].sts_rho), "rails hold"]
+    text = (
+        "## Defaults, each varied around its value\n\n"
+        "One parameter changed at a time, everything else at its default, on the same texts. The "
+        "rails: non-duplicate sentence pairs merged ≤ 1% per language (PAWS-X aside), and no "
+        "same-site, PAN-13 or unrelated document pair merged. Among variants that hold them, "
+        "the better one finds more near-copies and pages ↔ articles (recall). The `supports` "
+        "column names the default a row is evidence for. There is no stopword list: the weighting "
+        "decides how much frequent words count (`tf` is the no-stopword, no-IDF case).\n\n"
+        + md_table(headers, table)
+        + "\n\n"
+        + "\n".join(f"- {v}" for v in verdicts)
+        + "\n"
+    )
+    return text, figs
+
+
+def rails_hold(f: Figures) -> bool:
+    """The guard rails (see `defaults_section`)."""
+    non_dup_ok = all(np.isnan(v) or v <= MAX_NON_DUP_MERGED for v in f.non_dup.values())
+    return non_dup_ok and f.same_site == 0 and f.pan13 == 0 and f.unrelated == 0
+
+
+def recall_score(f: Figures) -> float:
+    """What ranks variants that hold the rails: mean of page ↔ article and near-copy recall."""
+    return float(np.mean([f.page_recall, *f.near_copy.values()]))
+
+
+def verdict(parameter: str, base_row: Row, base: Figures, group: Sequence[tuple[Row, Figures]]) -> str:
+    """One sentence per parameter: is the default the best admissible choice, and why."""
+    base_ok, base_score = rails_hold(base), recall_score(base)
+    better = [(r, f) for r, f in group if rails_hold(f) and recall_score(f) > base_score + 1e-9]
+    broken = [r.label for r, f in group if not rails_hold(f)]
+    text = f"**{parameter}**: the default (recall score {pct(base_score, 0)}"
+    text += ", rails hold)" if base_ok else ", rails **broken**)"
+    if better:
+        best_r, best_f = max(better, key=lambda rf: recall_score(rf[1]))
+        text += (f"; **{best_r.label} scores higher ({pct(recall_score(best_f), 0)}) and holds the "
+                 "rails on these sets**: a candidate to change the default (bench/tune_defaults.py "
+                 "weighs more sets)")
+    else:
+        text += "; no variant that holds the rails finds more"
+    if broken:
+        text += "; rails broken by: " + ", ".join(broken)
+    if parameter == "k":  # recall is not free: the band join's cost grows with k
+        text += ("; band join tables at 32-bit keys (a billion pages): "
+                 + ", ".join(f"k {k}: {band_tables(k)}" for k in (2, 3, 4, 5))
+                 + f" (k {DEFAULT_K} is the job's contract)")
+    return text + "."
+
+
+def method_section(args: argparse.Namespace, sets: Sets, wall: dict[str, float], anchors: dict) -> str:
+    """How, where and on what this was measured."""
+    pairs = sets.frames["pairs"]
+    rows = [
+        ["date", time.strftime("%Y-%m-%d %H:%M %Z")],
+        ["machine", machine()],
+        ["software", software() + f", datasketch {_version('datasketch')}, simhash {_version('simhash')}, "
+         f"trafilatura {_version('trafilatura')}"],
+        ["library", library_version()],
+        ["command", "`.venv/bin/python bench/quality.py" + "".join(f" {a}" for a in args.argv) + "`"],
+        ["page text", f"`{sets.extractor}` then `text.normalise`; articles: ground truth"],
+        ["sentence pairs", f"{len(pairs):,} of {sets.total_pairs:,}"
+         + (f" (random sample, seed {args.seed})" if len(pairs) < sets.total_pairs else " (all)")],
+        ["near-copies", f"{sets.frames['synthetic']['a'].nunique()} article texts ≥ 300 characters, "
+         f"one seeded copy (seed {args.seed}) per edit rate" + (" (seeded sample)" if args.quick else "")],
+        ["MinHashLSH", f"{anchors['bands']} bands × {anchors['rows']} rows (datasketch's choice for "
+         f"threshold {MINHASH_THRESHOLD}, {MINHASH_PERM} permutations)"],
+        ["distinct texts", f"{len(sets.corpus.texts):,} ({sets.corpus.n_chars / 1e6:.1f} M characters)"],
+        ["wall time", ", ".join(f"{k} {v:.0f} s" for k, v in wall.items())],
+    ]
+    return "## How this was measured\n\n" + md_table(["", ""], rows) + "\n"
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "absent"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help="shared data folder (relative paths are from the repository root)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown report to write")
+    parser.add_argument("--quick", action="store_true",
+                        help="seeded small samples of every set (4000 sentence pairs, 40 PAN-13 "
+                        "pairs, a few sites): a smoke test, not a result")
+    parser.add_argument("--max-pairs", type=int, default=None,
+                        help="sample this many sentence pairs (None: all, or 4000 with --quick)")
+    parser.add_argument("--workers", type=int, default=2, help="fingerprinting processes")
+    parser.add_argument("--seed", type=int, default=SEED, help="seed of every sample and edit")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    data, out = resolve(args.data), resolve(args.out)
+    problem = check_data(data)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    wall: dict[str, float] = {}
+    t0 = time.perf_counter()
+    log("loading, extracting and normalising")
+    sets = load_sets(data, args.quick, args.seed, args.max_pairs)
+    texts = sets.corpus.texts
+    wall["load + extract"] = time.perf_counter() - t0
+    log(f"{len(texts):,} distinct texts, {sets.corpus.n_chars / 1e6:.1f} M characters")
+
+    t0 = time.perf_counter()
+    variants = fingerprint_variants()
+    fps = fingerprint_all(texts, [s for _, _, s in variants], args.workers)
+    ours = {("default" if p == "default" else label): Ours(fp.values, fp.n_features, label)
+            for (p, label, _), fp in zip(variants, fps)}
+    ours["default"].label = "ours"
+    wall["fingerprint (all variants)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    minhash = MinHashAnchor(texts)
+    wall["MinHash"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    package = SimhashPackage(texts)
+    wall["simhash pkg"] = time.perf_counter() - t0
+    log("fingerprinted; scoring")
+
+    t0 = time.perf_counter()
+    methods = [ours["default"], minhash, package]
+    rows = default_rows(ours, texts)
+    policy_rows = [r for r in rows if r.parameter == "short-text policy"]
+    if policy_rows:  # the job's default short-text policy, beside the anchors too
+        methods.insert(1, policy_rows[0].method.variant("ours + verify"))
+    figs = [figures(m, sets.frames) for m in methods]
+    sections = [
+        headline_section(methods, figs, sets.frames, DEFAULT_K),
+        documents_section(methods, sets.frames),
+        sentence_section(methods, sets.frames),
+    ]
+    defaults_text, _ = defaults_section(rows, sets.frames)
+    sections.append(defaults_text)
+    wall["score"] = time.perf_counter() - t0
+    sections.append(method_section(args, sets, wall,
+                                   {"bands": minhash.bands, "rows": minhash.rows}))
+    doc = (
+        "# Detection quality, measured\n\n"
+        "Written by `.venv/bin/python bench/quality.py` (do not edit by hand). What the job "
+        "merges on every real set in `../shared/data`, beside datasketch's MinHashLSH and the "
+        "`simhash` PyPI package on the same texts in the same run"
+        + (" **(--quick: small samples, a smoke test, not a result)**" if args.quick else "")
+        + ".\n\n" + "\n".join(sections)
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(doc, encoding="utf-8")
+    log(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
