@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from simhash_udf import io, pipeline, report
+from simhash_udf import io, pipeline, report, verify
 from simhash_udf.config import (
     EXTRACT_MODES,
     MAX_K,
@@ -27,6 +27,7 @@ from simhash_udf.config import (
     DedupeConfig,
     FingerprintConfig,
     IndexOptions,
+    VerifyConfig,
 )
 from simhash_udf.index_run import IndexSession
 from simhash_udf.session import get_session
@@ -106,6 +107,25 @@ def build_parser() -> argparse.ArgumentParser:
         "exact copies (empty texts never get one)",
     )
     match.add_argument("--max-chars", type=int, default=fp.max_chars, help="fingerprint only the first N characters of a normalised text")
+    vf = DEFAULTS.verify
+    match.add_argument(
+        "--verify", default=f"jaccard:{vf.threshold:g}", metavar="{jaccard:T,none}",
+        help="the short-text policy (docs/short-texts.md): a pair within k whose shorter text has "
+        "fewer than --verify-below characters is kept only when the Jaccard similarity of the two "
+        "texts' shingle sets is at least T (0 < T <= 1), checked in Spark on the band join's pairs "
+        "only, before the clusters; none keeps every pair within k. Exact copies are never "
+        "separated (one text, one fingerprint); report.json's verify counts the pairs checked and "
+        "dropped. Text input without --index only",
+    )
+    match.add_argument(
+        "--verify-below", type=int, default=vf.below_chars, metavar="CHARS",
+        help="check only pairs whose shorter normalised text has fewer characters than this "
+        "(simhash is reliable on long texts); 0 checks every pair",
+    )
+    match.add_argument(
+        "--verify-shingle", type=int, default=vf.shingle, metavar="N",
+        help="shingles of the check: word N-grams, character N-grams for text with Chinese characters",
+    )
 
     keep = parser.add_argument_group("what is kept")
     keep.add_argument(
@@ -181,6 +201,11 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
             min_features=args.min_features,
             max_chars=args.max_chars,
         ),
+        verify=VerifyConfig(
+            threshold=verify.parse_spec(args.verify),
+            below_chars=args.verify_below or None,
+            shingle=args.verify_shingle,
+        ),
     )
 
 
@@ -195,6 +220,13 @@ def summary(result: dict[str, Any]) -> str:
         f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {result['distances']}",
         f"wrote {result['output']} in {result['total_seconds']:.1f} s",
     ]
+    v = result.get("verify", {})
+    if v.get("applied"):
+        below = f"under {v['below_chars']} characters" if v["below_chars"] else "all pairs"
+        lines.insert(-1, (
+            f"short-text check {v['spec']} ({below}, {v['shingle']}-gram shingles): checked "
+            f"{v['checked_pairs']:,} of {v['pairs_within_k']:,} pairs within k, dropped {v['dropped_pairs']:,}"
+        ))
     if "index" in result:
         x = result["index"]
         lines.insert(-1, (

@@ -64,6 +64,30 @@ class FingerprintConfig:
 
 
 @dataclass(frozen=True)
+class VerifyConfig:
+    """The second stage for short texts (`--verify`, see :mod:`verify` and docs/short-texts.md).
+
+    threshold: a candidate pair the policy checks is kept only when the Jaccard similarity
+        of the two texts' shingle sets reaches it; None: no check (every pair within k kept).
+    below_chars: check only pairs whose shorter normalised text has fewer characters than
+        this (simhash is reliable on long texts); None: check every pair.
+    shingle: shingle size (words; characters for Han text, see `verify.shingles`).
+    """
+
+    threshold: float | None = 0.5
+    below_chars: int | None = 300
+    shingle: int = 2
+
+    def __post_init__(self) -> None:
+        if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"the --verify threshold must be in (0, 1], got {self.threshold}")
+        if self.below_chars is not None and self.below_chars < 1:
+            raise ConfigError(f"--verify-below must be at least 1 character, got {self.below_chars}")
+        if not 1 <= self.shingle <= 16:
+            raise ConfigError(f"--verify-shingle must be between 1 and 16, got {self.shingle}")
+
+
+@dataclass(frozen=True)
 class DedupeConfig:
     """A whole run: columns, text handling, threshold, band plan and keep rule.
 
@@ -77,6 +101,7 @@ class DedupeConfig:
     extract: with `html`, what of a page is fingerprinted: `main` (its main content, falling
         back to all visible text when none is found) or `all` (all visible text); unused
         for plain text.
+    verify: the short-text policy applied to the band join's pairs (text input only).
     """
 
     id_col: str = "id"
@@ -91,6 +116,7 @@ class DedupeConfig:
     keep_empty: bool = False
     write_pairs: bool = True
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.k <= MAX_K:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html
+from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html, verify
 from simhash_udf.components import connected_components
 from simhash_udf.config import DedupeConfig
 
@@ -202,6 +202,12 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
         plan.blocks, plan.n_tables, n, stats["candidate_pairs"],
     )
     fingerprint_pairs = stages.materialise("verify", join.near_duplicate_pairs(distinct, plan))
+    if normalised is not None and texts is not None and config.verify.threshold is not None:
+        # The short-text policy: pairs of short texts must also share enough shingles
+        # (verify.py); dropped pairs never reach the components nor pairs/.
+        scored = stages.materialise("verify_texts", verify.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))
+        stats["verify"] = verify.counts(scored, config.verify)
+        fingerprint_pairs = verify.kept_pairs(scored)
     # Every round of the components is a stage result of its own; their times add up.
     components = stages.materialise(
         "components",
@@ -396,6 +402,9 @@ def _run_staged(
     # Files not read to their end (their rows before the damage are in the counts above).
     result["counts"]["damaged_files"] = len(source.damaged)
     result["damaged_files"] = [{"path": d.path, "reason": d.reason} for d in source.damaged]
+    # The short-text policy's counts (verify.counts); runs without texts, or against an
+    # index, do not apply it.
+    result["verify"] = found.join_stats.get("verify") or {**verify.describe(config.verify), "applied": False}
     if index is not None:
         result["index"] = index.report()
     return result, samples

@@ -22,7 +22,15 @@ unless the caller says they already are.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import DoubleType
+
+from simhash_udf.config import ConfigError, VerifyConfig
 from simhash_udf.text import has_han, ngrams, normalise, word_tokens
 
 # Word characters only: punctuation (，。！) and spaces are not content.
@@ -58,3 +66,152 @@ def jaccard(a: set, b: set) -> float:
         return 1.0
     inter = len(a & b)
     return inter / (len(a) + len(b) - inter)
+
+
+# --- the policy ---------------------------------------------------------------------------
+
+
+def parse_spec(spec: str) -> float | None:
+    """The Jaccard threshold of a `--verify` value: `jaccard:T` (0 < T <= 1) or `none`/`off`.
+
+    Raises ConfigError with a message for the command line.
+    """
+    value = spec.strip().lower()
+    if value in ("none", "off"):
+        return None
+    method, _, threshold = value.partition(":")
+    if method != "jaccard" or not threshold:
+        raise ConfigError(f"--verify must be jaccard:T (0 < T <= 1) or none, got {spec!r}")
+    try:
+        parsed = float(threshold)
+    except ValueError:
+        raise ConfigError(f"--verify jaccard:T needs a number T, got {threshold!r}") from None
+    if not 0.0 < parsed <= 1.0:
+        raise ConfigError(f"--verify jaccard:T needs 0 < T <= 1, got {parsed}")
+    return parsed
+
+
+def is_checked(length_a: int, length_b: int, policy: VerifyConfig) -> bool:
+    """Whether a candidate pair of texts of these lengths (characters, normalised) is checked."""
+    if policy.threshold is None:
+        return False
+    return policy.below_chars is None or min(length_a, length_b) < policy.below_chars
+
+
+def similarity(text_a: str, text_b: str, policy: VerifyConfig) -> float:
+    """Jaccard similarity of two normalised texts' shingle sets (`policy.shingle`-grams)."""
+    return jaccard(
+        shingles(text_a, policy.shingle, normalised=True),
+        shingles(text_b, policy.shingle, normalised=True),
+    )
+
+
+def keeps(text_a: str, text_b: str, policy: VerifyConfig) -> bool:
+    """The rule for one candidate pair of normalised texts, in plain Python: a pair that is
+    not checked is kept; a checked one is kept when its similarity reaches the threshold."""
+    if not is_checked(len(text_a), len(text_b), policy):
+        return True
+    assert policy.threshold is not None
+    return similarity(text_a, text_b, policy) >= policy.threshold
+
+
+# --- in Spark -----------------------------------------------------------------------------
+
+
+def texts_by_fingerprint(normalised: DataFrame, texts: DataFrame) -> DataFrame:
+    """Every distinct normalised text that has a fingerprint: `fingerprint` (long), `text`.
+
+    normalised: `exact_key`, `text` (one row per document); texts: `exact_key`,
+    `fingerprint` (one row per distinct text). A fingerprint usually has one text; texts
+    that collide on all 64 bits give it several.
+    """
+    return (
+        texts.where(F.col("fingerprint").isNotNull())
+        .select("exact_key", "fingerprint")
+        .join(
+            normalised.where(F.col("exact_key").isNotNull())
+            .groupBy("exact_key")
+            .agg(F.any_value("text").alias("text")),
+            "exact_key",
+        )
+        .select("fingerprint", "text")
+    )
+
+
+def _similarity_udf(policy: VerifyConfig) -> Any:
+    @pandas_udf(DoubleType())  # type: ignore[call-overload]
+    def similarity_batch(a: pd.Series, b: pd.Series) -> pd.Series:
+        return pd.Series([similarity(x, y, policy) for x, y in zip(a, b)], dtype="float64")
+
+    return similarity_batch
+
+
+def scored_pairs(pairs: DataFrame, fingerprint_texts: DataFrame, policy: VerifyConfig) -> DataFrame:
+    """Each candidate pair with its check: `fp_a`, `fp_b`, `distance`, `checked` (bool),
+    `similarity` (double, the largest over the pair's texts; null when not checked), `kept`.
+
+    pairs: `fp_a`, `fp_b`, `distance` (the verified band-join pairs). fingerprint_texts:
+    `fingerprint`, `text` (`texts_by_fingerprint`). The Jaccard UDF runs only on the text
+    pairs the policy checks (a pandas UDF inside `when` would run on every row, so the rows
+    are split first). A pair is kept when any of its text pairs is unchecked or reaches the
+    threshold.
+    """
+    a = fingerprint_texts.select(F.col("fingerprint").alias("fp_a"), F.col("text").alias("text_a"))
+    b = fingerprint_texts.select(F.col("fingerprint").alias("fp_b"), F.col("text").alias("text_b"))
+    joined = pairs.join(a, "fp_a").join(b, "fp_b")
+    if policy.threshold is None:
+        checked = F.lit(False)
+    elif policy.below_chars is None:
+        checked = F.lit(True)
+    else:
+        checked = F.least(F.length("text_a"), F.length("text_b")) < F.lit(policy.below_chars)
+    marked = joined.withColumn("checked", checked)
+    keys = ["fp_a", "fp_b", "distance"]
+    scored = marked.where("checked").select(
+        *keys, "checked", _similarity_udf(policy)(F.col("text_a"), F.col("text_b")).alias("similarity")
+    ).unionByName(
+        marked.where(~F.col("checked")).select(*keys, "checked", F.lit(None).cast("double").alias("similarity"))
+    )
+    passes = ~F.col("checked") | (F.col("similarity") >= F.lit(policy.threshold or 0.0))
+    return scored.groupBy(*keys).agg(
+        F.bool_or("checked").alias("checked"),
+        F.max("similarity").alias("similarity"),
+        F.bool_or(passes).alias("kept"),
+    )
+
+
+def kept_pairs(scored: DataFrame) -> DataFrame:
+    """The pairs the policy keeps: `fp_a`, `fp_b`, `distance` (from `scored_pairs`)."""
+    return scored.where("kept").select("fp_a", "fp_b", "distance")
+
+
+def verify_pairs(
+    pairs: DataFrame, normalised: DataFrame, texts: DataFrame, policy: VerifyConfig
+) -> DataFrame:
+    """`scored_pairs` of the band join's pairs against the run's texts (see `NearDuplicates`)."""
+    return scored_pairs(pairs, texts_by_fingerprint(normalised, texts), policy)
+
+
+def describe(policy: VerifyConfig) -> dict[str, Any]:
+    """The policy as report.json shows it (`spec` is the --verify value)."""
+    return {
+        "spec": "none" if policy.threshold is None else f"jaccard:{policy.threshold:g}",
+        "below_chars": policy.below_chars,
+        "shingle": policy.shingle,
+    }
+
+
+def counts(scored: DataFrame, policy: VerifyConfig) -> dict[str, Any]:
+    """report.json's `verify`: the policy, and the candidate pairs it checked and dropped."""
+    row = scored.agg(
+        F.count(F.lit(1)).alias("pairs"),
+        F.sum(F.col("checked").cast("long")).alias("checked"),
+        F.sum((~F.col("kept")).cast("long")).alias("dropped"),
+    ).first()
+    return {
+        **describe(policy),
+        "applied": True,
+        "pairs_within_k": int(row["pairs"] or 0),
+        "checked_pairs": int(row["checked"] or 0),
+        "dropped_pairs": int(row["dropped"] or 0),
+    }
