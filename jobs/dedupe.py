@@ -21,6 +21,7 @@ from simhash_udf import io, pipeline, report, verify
 from simhash_udf.config import (
     EXTRACT_MODES,
     MAX_K,
+    SEGMENTERS,
     TOKENIZERS,
     WEIGHTINGS,
     ConfigError,
@@ -94,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--tokenizer", choices=TOKENIZERS, default=fp.tokenizer,
         help="auto: jieba on runs of Chinese characters, words elsewhere; jieba (whole text); "
         "word; char (defaults measured on real text: docs/defaults.md)",
+    )
+    match.add_argument(
+        "--segmenter", choices=SEGMENTERS, default=fp.segmenter,
+        help="the engine of jieba's segmentation: rjieba (jieba-rs, ~15x faster, the same tokens "
+        "on Chinese text) or jieba (the Python package)",
     )
     match.add_argument("--ngram", type=int, default=fp.ngram, help="features are n-grams of tokens (of characters with --tokenizer char)")
     match.add_argument(
@@ -196,6 +202,7 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
         write_pairs=not args.no_pairs,
         fingerprint=FingerprintConfig(
             tokenizer=args.tokenizer,
+            segmenter=args.segmenter,
             ngram=args.ngram,
             weighting=args.weighting,
             min_features=args.min_features,

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
+# The engines that give jieba's segmentation (see `text.SEGMENTERS`).
+SEGMENTERS = ("rjieba", "jieba")
 # What of an HTML page is fingerprinted (`--extract`, see simhash_udf/extract.py):
 # its main content, or all its visible text.
 EXTRACT_MODES = ("main", "all")
@@ -34,6 +36,8 @@ class FingerprintConfig:
 
     tokenizer: `auto` (jieba on runs of Han characters, words everywhere else), `jieba`
         (jieba on the whole text), `word` (runs of Unicode word characters) or `char`.
+    segmenter: the engine of jieba's segmentation: `rjieba` (jieba-rs: the same dictionary
+        and HMM, the same tokens on Chinese text, ~15x faster) or `jieba` (the Python one).
     ngram: features are n-grams of consecutive tokens (characters for `char`).
     weighting: `binary` (each distinct feature once), `tf` (its count), `tfidf` (count x
         IDF), `idf` (IDF once per distinct feature) or `logtfidf` ((1 + ln count) x IDF); IDFs
@@ -45,6 +49,7 @@ class FingerprintConfig:
     """
 
     tokenizer: str = "auto"
+    segmenter: str = "rjieba"
     ngram: int = 1
     weighting: str = "logtfidf"
     min_features: int = 4
@@ -53,6 +58,8 @@ class FingerprintConfig:
     def __post_init__(self) -> None:
         if self.tokenizer not in TOKENIZERS:
             raise ConfigError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
+        if self.segmenter not in SEGMENTERS:
+            raise ConfigError(f"segmenter must be one of {SEGMENTERS}, got {self.segmenter!r}")
         if self.weighting not in WEIGHTINGS:
             raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
         if not 1 <= self.ngram <= 16:

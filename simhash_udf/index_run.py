@@ -39,6 +39,11 @@ log = logging.getLogger("simhash_udf")
 OUTPUT_COLUMNS = ("id", "cluster_id", "fingerprint", "status", "reason", "distance")
 
 
+# Settings added after indexes were first written, with the value those indexes were built
+# with: an index from before `segmenter` existed was segmented by the Python jieba.
+LEGACY_SETTINGS: dict[str, Any] = {"segmenter": "jieba"}
+
+
 def fingerprint_settings(config: DedupeConfig) -> dict[str, Any]:
     """What makes two runs' fingerprints comparable (stored in the manifest at creation)."""
     settings = dataclasses.asdict(config.fingerprint)
@@ -336,9 +341,10 @@ def _check_settings(store: IndexStore, manifest: Manifest, config: DedupeConfig,
             f"the index {store.root} uses {manifest.blocks} blocks; --blocks {config.blocks} cannot "
             "change it (leave --blocks out)"
         )
-    differing = sorted(k for k in settings if manifest.fingerprint.get(k) != settings[k])
+    stored = {**LEGACY_SETTINGS, **manifest.fingerprint}
+    differing = sorted(k for k in settings if stored.get(k) != settings[k])
     if differing:
-        shown = ", ".join(f"{k}: index {manifest.fingerprint.get(k)!r}, run {settings[k]!r}" for k in differing)
+        shown = ", ".join(f"{k}: index {stored.get(k)!r}, run {settings[k]!r}" for k in differing)
         raise IndexError_(
             f"the index {store.root} holds fingerprints made with other settings ({shown}); "
             "fingerprints are only comparable with the same settings"
