@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from simhash_udf import io, pipeline, report, verify
+from simhash_udf import io, pipeline, report, verify, warc
 from simhash_udf.config import (
     EXTRACT_MODES,
     MAX_K,
@@ -58,8 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--input", required=True, help="a file, a folder or a glob (local, hdfs://, s3a://, ...)")
     data.add_argument(
         "--format", choices=io.FORMATS, default=None,
-        help="input format: parquet, json (JSON Lines), csv (with a header row) or text (one "
-        "document per file, id = file path); inferred from the file extensions when left out",
+        help="input format: parquet, json (JSON Lines), csv (with a header row), text (one "
+        "document per file, id = file path), warc (one document per HTML response record: id = "
+        "WARC-Record-ID, url, fetch_time = WARC-Date; the HTML path applies, charset from the HTTP "
+        "header, <meta> or detection) or wet (one per conversion record, plain text); WARC/WET "
+        "gzip or plain, one Spark task per file; revisits, non-HTML and other records are counted "
+        "by reason in report.json, damaged records are skipped and named, ARC files are skipped "
+        "(docs/input.md); inferred from the file extensions (.warc, .warc.gz, .wet, .wet.gz, ...) "
+        "when left out",
     )
     data.add_argument("--output", help="output folder; must not exist unless --overwrite (required unless --explain)")
     data.add_argument("--overwrite", action="store_true", help="replace an existing output (only once the new one is complete)")
@@ -181,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> DedupeConfig:
-    html_input = args.html or args.format == "warc"
+    html_input = args.html or args.format == "warc" or (args.format is None and warc.named_like_warc(args.input))
     if args.extract is not None and not html_input:
         # An option that would silently do nothing is a mistake worth stopping for.
         raise ConfigError(

@@ -20,11 +20,11 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
-from simhash_udf import integrity
+from simhash_udf import integrity, warc
 
 log = logging.getLogger("simhash_udf")
 
-FORMATS = ("parquet", "json", "csv", "text")
+FORMATS = ("parquet", "json", "csv", "text", *warc.FORMATS)
 CORRUPT_COLUMN = "_corrupt_record"
 # text format: why a damaged file could not be read (its row is rejected).
 DAMAGE_COLUMN = "_damaged_file"
@@ -36,6 +36,7 @@ _EXTENSIONS = {
     ".csv": "csv",
     ".txt": "text",
     ".text": "text",
+    **warc.EXTENSIONS,
 }
 _MAX_JSON_STRING = 2**31 - 1
 # Compressed files larger than this are not checked for damage (the check holds the file in
@@ -296,6 +297,10 @@ def read_input_files(
     fmt = fmt or infer_format([f.path for f in files])
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt in warc.FORMATS:
+        # Read record by record, one task per file: damage is found (and survived) by the
+        # reader itself, and reported once the records are counted (`warc.split_records`).
+        return RawInput(warc.read_records(spark, [f.path for f in files], fmt), fmt, [])
     damaged = damaged_files(spark, files, fmt)
     broken = {d.path: d.reason for d in damaged}
     whole = [f.path for f in files if f.path not in broken]
@@ -327,7 +332,7 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
 
 def needs_materialising(fmt: str) -> bool:
     """True for formats whose rows may parse differently depending on the columns read."""
-    return fmt in ("json", "csv")
+    return fmt in ("json", "csv", *warc.FORMATS)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html, verify
+from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html, verify, warc
 from simhash_udf.components import connected_components
 from simhash_udf.config import DedupeConfig
 
@@ -270,6 +270,7 @@ class Input:
     format: the format read.
     rows: how many rows the input has, counted on the input itself.
     damaged: input files that are not whole (see `io.read_input_files`).
+    records: WARC/WET input: the records by reason and the skipped files (`warc.Records`).
     """
 
     documents: DataFrame
@@ -277,6 +278,7 @@ class Input:
     format: str
     rows: int
     damaged: list[io.DamagedFile] = field(default_factory=list)
+    records: warc.Records | None = None
 
 
 def _first_of_an_id(config: DedupeConfig) -> list[Column]:
@@ -310,7 +312,11 @@ def read_input(
         raw = io.read_input_files(spark, input_path, fmt, documents.keep_types(config))
         frame, fmt = documents.complete_columns(raw.frame, config), raw.format
         documents.check_columns(frame, config)
-    if io.needs_materialising(fmt):
+    records = None
+    if fmt in warc.FORMATS:
+        records = warc.split_records(stages.materialise("parse", frame))
+        frame, rows = records.documents, records.counts.get("document", 0)
+    elif io.needs_materialising(fmt):
         frame = stages.materialise("parse", frame)
         rows = stages.rows["parse"]
     else:
@@ -331,7 +337,10 @@ def read_input(
             )
         else:
             repeated.unpersist()
-    return Input(docs, rejected, fmt, rows, raw.damaged)
+    damaged = raw.damaged
+    if records is not None:
+        damaged = damaged + [io.DamagedFile(path, reason) for path, reason, _ in records.damaged]
+    return Input(docs, rejected, fmt, rows, damaged, records)
 
 
 def _run_staged(
@@ -348,6 +357,7 @@ def _run_staged(
     source = read_input(spark, config, input_path, fmt, stages)
     stages.documents = source.rows
     docs, fmt = source.documents, source.format
+    config = warc.document_config(config, fmt)
     rejected_counts = {r["reason"]: r["count"] for r in source.rejected.groupBy("reason").count().collect()}
     if rejected_counts:
         io.write_parquet(source.rejected, target.path("rejected"))
@@ -357,7 +367,7 @@ def _run_staged(
         )
     found = find_near_duplicates(docs, config, stages) if index is None else index.find(docs, config, stages)
     with stages.timed("clusters"):
-        io.write_parquet(found.clusters, target.path("clusters"))
+        io.write_parquet(_with_source(found.clusters, docs, config.id_col), target.path("clusters"))
     clusters_frame = spark.read.parquet(target.path("clusters"))
     if config.write_pairs:
         with stages.timed("pairs"):
@@ -405,6 +415,24 @@ def _run_staged(
     # The short-text policy's counts (verify.counts); runs without texts, or against an
     # index, do not apply it.
     result["verify"] = found.join_stats.get("verify") or {**verify.describe(config.verify), "applied": False}
+    if source.records is not None:
+        result["records"] = {
+            "by_reason": dict(sorted(source.records.counts.items())),
+            "damaged_stretches": {path: n for path, _, n in source.records.damaged},
+            "skipped_files": [{"path": p, "reason": r} for p, r in source.records.skipped_files],
+        }
     if index is not None:
         result["index"] = index.report()
     return result, samples
+
+
+# Input columns that say where a document came from, copied into clusters/ when present.
+SOURCE_COLUMNS = ("url", "fetch_time")
+
+
+def _with_source(clustered: DataFrame, docs: DataFrame, id_col: str) -> DataFrame:
+    """clusters/ rows plus the input's `url` and `fetch_time` columns, when it has them."""
+    extra = [c for c in SOURCE_COLUMNS if c in docs.columns and c not in clustered.columns and c != id_col]
+    if not extra:
+        return clustered
+    return clustered.join(docs.select(F.col(id_col).alias("id"), *extra), "id", "left")

@@ -1,0 +1,116 @@
+"""Bytes of a crawled page -> str: which character encoding, and from where.
+
+The order is a browser's (WHATWG HTML, "determining the character encoding"): a byte-order
+mark, then the HTTP `Content-Type` charset, then a `<meta charset>` or `<meta http-equiv=
+"Content-Type" content="...; charset=...">` in the first bytes of the page, then detection
+from the bytes themselves (uchardet, through resiliparse: chosen over charset-normalizer in
+docs/input.md for being as accurate on the Chinese test pages and much faster).
+
+Labels are mapped as the WHATWG Encoding standard maps them (`latin1` and `ascii` are
+windows-1252, `gb2312` is GBK, ...), and GBK and Big5 are decoded with their supersets
+(GB18030 and Big5-HKSCS), as browsers do: pages labelled GB2312 routinely use GBK-only
+characters. Pure functions, no Spark.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
+
+# Where the encoding came from (the `encoding_source` of `decode_html`).
+BOM = "bom"
+HTTP = "http"
+META = "meta"
+DETECTED = "detected"
+
+# Browsers look for <meta charset> in the first 1024 bytes; pages with a long <head> (inline
+# scripts before the meta) are common enough in crawls that a few kB more is worth it.
+_META_PRESCAN_BYTES = 4096
+_META_CHARSET = re.compile(
+    rb"""<meta\b[^>]*?\bcharset\s*=\s*["']?\s*([a-z0-9_:.+\-]+)""", re.IGNORECASE
+)
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+# The WHATWG decoders for these labels are the supersets.
+_SUPERSETS = {"gbk": "gb18030", "gb2312": "gb18030", "big5": "big5hkscs"}
+# Detection reads this many bytes (half from each end of the page).
+_DETECT_BYTES = 64 * 1024
+
+
+def charset_label(label: str | bytes | None) -> str | None:
+    """The Python codec for an encoding label as the web uses it (WHATWG names), or None
+    for a label that names no encoding."""
+    if label is None:
+        return None
+    if isinstance(label, bytes):
+        label = label.decode("ascii", "replace")
+    label = label.strip().strip("\"'").strip()
+    if not label:
+        return None
+    mapped = map_encoding_to_html5(label, fallback_utf8=False)
+    if mapped is None:
+        return None
+    mapped = _SUPERSETS.get(mapped.lower(), mapped)
+    try:
+        return codecs.lookup(mapped).name
+    except LookupError:
+        return None
+
+
+def content_type_charset(content_type: str | None) -> str | None:
+    """The `charset` parameter of an HTTP Content-Type value (as written), or None."""
+    if not content_type:
+        return None
+    for part in content_type.split(";")[1:]:
+        name, _, value = part.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            return value.strip().strip("\"'")
+    return None
+
+
+def meta_charset(head: bytes) -> str | None:
+    """The charset a `<meta>` tag in the first bytes of an HTML page declares (as written)."""
+    found = _META_CHARSET.search(head[:_META_PRESCAN_BYTES])
+    return found.group(1).decode("ascii") if found else None
+
+
+def detect(body: bytes) -> str:
+    """The encoding uchardet guesses for the bytes (a Python codec name, WHATWG-mapped)."""
+    guess = detect_encoding(body, max_len=_DETECT_BYTES, html5_compatible=True, from_html_meta=False)
+    return charset_label(guess) or "utf-8"
+
+
+def choose_encoding(body: bytes, http_charset: str | None, html: bool = True) -> tuple[str, str]:
+    """(codec, source) for a page: BOM, then the HTTP charset, then (HTML only) `<meta>`,
+    then detection. `source` is one of `bom`, `http`, `meta`, `detected`."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return codec, BOM
+    codec = charset_label(http_charset)
+    if codec:
+        return codec, HTTP
+    if html:
+        codec = charset_label(meta_charset(body))
+        # A meta tag that claims UTF-16 is read as ASCII bytes, so it cannot be right (WHATWG).
+        if codec and not codec.startswith("utf-16"):
+            return codec, META
+    if body.isascii():
+        return "utf-8", DETECTED
+    try:
+        # Most of the web is UTF-8, and bytes that decode as UTF-8 almost never are anything else.
+        body.decode("utf-8")
+        return "utf-8", DETECTED
+    except UnicodeDecodeError:
+        return detect(body), DETECTED
+
+
+def decode_html(body: bytes, http_charset: str | None = None, html: bool = True) -> tuple[str, str, str]:
+    """(text, codec, source) of a page's bytes; see `choose_encoding` for the order.
+
+    Bytes the chosen codec cannot decode are not fatal: resiliparse's `bytes_to_str` falls
+    back to UTF-8, then windows-1252, and finally replaces what is left; a BOM is stripped.
+    """
+    codec, source = choose_encoding(body, http_charset, html)
+    text = bytes_to_str(body, codec, errors="replace", fallback_encodings=("utf-8", "cp1252"), strip_bom=True)
+    return text, codec, source
