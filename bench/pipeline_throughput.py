@@ -1,0 +1,282 @@
+"""Benchmark: the whole pipeline, documents per second per core, raw input to written outputs.
+
+    .venv/bin/python bench/pipeline_throughput.py [--quick] [--repeats 3] [--json out.json]
+
+Issue 3, part 4. Prints a JSON document on stdout; `section(quick)` runs it in a
+subprocess and returns the markdown for bench/RESULTS.md (bench/run_all.py calls it).
+
+Inputs (bench/corpora.py), each written once as JSON Lines (`id`, `text`) under
+build/bench-cache/pipeline/, with near-copies planted so that the runs find clusters: every
+tenth document again under a new id, with one sentence (up to the first `。` or `.` after
+its middle) cut out:
+- Chinese: People's Daily 1998-01, 2,000-4,000-character documents (plain text);
+- English: the Python manual's HTML pages (`--html`; --quick: the first 2 MB of them).
+
+Methods, one after another in every repeat, in one local[2] Spark session (2 GB driver):
+- ours: `jobs/dedupe.py`'s `main` (the real job: read, check, normalise, exact keys,
+  fingerprints, the band join, components, clusters/, pairs/, deduped/, report.json), with
+  its defaults (`--segmenter rjieba`); for Chinese also with `--segmenter jieba`;
+- recipe + plain join: the same input through the blog post's recipe (bench/recipe.py, as
+  a pandas UDF; the English text extracted by the same `html_to_text` first), the plain
+  band self-join of bench/join_scale.py (four 16-bit bands, an equality join per band,
+  `bit_count <= 3`, `DISTINCT`) over the distinct fingerprints, then the simplest keep
+  rule (a document is dropped when another has the same fingerprint and a smaller id, or
+  a fingerprint within 3 bits that is smaller), writing pairs/ and deduped/ as Parquet.
+  It does less than ours (no exact keys, no components, no statuses or report), so the
+  ratio flatters it.
+Figures: wall seconds from `main` (or the baseline's plan) to the last output written,
+median of --repeats; documents per second per core = documents / median / 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pandas as pd  # noqa: E402  (module level: pandas_udf resolves the type hints here)
+
+from corpora import Corpus, CorpusError, peoples_daily, python_doc_html  # noqa: E402
+
+CACHE = ROOT / "build" / "bench-cache" / "pipeline"
+CORES = 2
+K = 3
+# One near-copy for every this many documents.
+COPY_EVERY = 10
+
+# The plain band join: bench/join_scale.py's (H7's), when it is there, else the same SQL.
+try:
+    from join_scale import BASELINE_SQL  # noqa: E402
+except ImportError:  # pragma: no cover - join_scale.py is part of bench/
+    BASELINE_SQL = """
+WITH keys AS (
+  SELECT fingerprint, band, key
+  FROM fps LATERAL VIEW posexplode(array(
+    fingerprint & 65535,
+    shiftright(fingerprint, 16) & 65535,
+    shiftright(fingerprint, 32) & 65535,
+    shiftrightunsigned(fingerprint, 48))) t AS band, key
+)
+SELECT DISTINCT fp_a, fp_b, distance FROM (
+  SELECT a.fingerprint AS fp_a, b.fingerprint AS fp_b,
+         CAST(bit_count(a.fingerprint ^ b.fingerprint) AS INT) AS distance
+  FROM keys a JOIN keys b
+    ON a.band = b.band AND a.key = b.key AND a.fingerprint < b.fingerprint
+) WHERE distance <= {k}
+"""
+
+
+def near_copy(text: str) -> str:
+    """The text without one sentence: from its middle to the next `。` or `.` (inclusive)."""
+    middle = len(text) // 2
+    ends = [i for i in (text.find("。", middle), text.find(".", middle)) if i >= 0]
+    end = min(ends) + 1 if ends else min(len(text), middle + 40)
+    return text[:middle] + text[end:]
+
+
+def write_input(corpus: Corpus, path: Path) -> int:
+    """The corpus and its near-copies as JSON Lines; returns the number of documents."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": f"{corpus.name}-{i}", "text": t} for i, t in enumerate(corpus.texts)]
+    rows += [
+        {"id": f"{corpus.name}-{i}-copy", "text": near_copy(t)}
+        for i, t in enumerate(corpus.texts) if i % COPY_EVERY == 0
+    ]
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> dict:
+    """The blog recipe's fingerprints, the plain band join and the simplest keep rule."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.types import LongType
+
+    @pandas_udf(LongType())  # type: ignore[call-overload]
+    def recipe_batch(texts: pd.Series) -> pd.Series:
+        from recipe import recipe_simhashes
+
+        from simhash_udf.text import html_to_text
+
+        values = [t or "" for t in texts]
+        if html:
+            values = [html_to_text(t) for t in values]
+        return pd.Series(recipe_simhashes(values), dtype="int64")
+
+    docs = spark.read.json(input_path).select("id", recipe_batch(F.col("text")).alias("fingerprint"))  # type: ignore[attr-defined]
+    docs = docs.cache()
+    docs.select("fingerprint").distinct().createOrReplaceTempView("fps")
+    pairs = spark.sql(BASELINE_SQL.format(k=K)).cache()  # type: ignore[attr-defined]
+    pairs.write.mode("overwrite").parquet(f"{output}/pairs")
+    # Dropped: a document whose fingerprint is the larger of a pair, or that shares its
+    # fingerprint with a document of smaller id.
+    larger = pairs.select(F.col("fp_b").alias("fingerprint")).distinct()
+    first = docs.groupBy("fingerprint").agg(F.min("id").alias("id"))
+    kept = first.join(larger, "fingerprint", "left_anti")
+    kept.write.mode("overwrite").parquet(f"{output}/deduped")
+    result = {"pairs": pairs.count(), "kept": kept.count()}
+    pairs.unpersist()
+    docs.unpersist()
+    return result
+
+
+def measure(args: argparse.Namespace) -> dict:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from jobs.dedupe import main as dedupe_main
+    from simhash_udf.session import get_session
+
+    zh = peoples_daily()
+    en = python_doc_html(max_bytes=int((2 if args.quick else 12) * 1e6))
+    if args.quick:
+        zh = Corpus(zh.name, zh.source, zh.html, zh.texts[:200])
+    corpora = []
+    for corpus in (zh, en):
+        path = CACHE / f"{corpus.name}{'-quick' if args.quick else ''}.jsonl"
+        n = write_input(corpus, path)
+        corpora.append((corpus, path, n))
+
+    spark = get_session(
+        "bench-pipeline", master=f"local[{CORES}]",
+        conf={"spark.driver.memory": "2g", "spark.ui.enabled": "false",
+              "spark.ui.showConsoleProgress": "false"},
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.addPyFile(str(ROOT / "bench" / "recipe.py"))
+    report: dict = {"repeats": args.repeats, "load_start": os.getloadavg(), "corpora": {}}
+    started = time.perf_counter()
+    try:
+        for corpus, path, n in corpora:
+            out = CACHE / f"out-{corpus.name}"
+            html = ["--html"] if corpus.html else []
+            job = ["--input", str(path), "--format", "json", "--k", str(K), "--overwrite", *html]
+            methods = {
+                "ours": lambda: dedupe_main([*job, "--output", str(out / "ours"), "--log-level", "WARNING"], spark=spark),
+                "recipe + plain join": lambda: recipe_pipeline(spark, str(path), str(out / "recipe"), corpus.html),
+            }
+            if not corpus.html:
+                methods["ours, --segmenter jieba"] = lambda: dedupe_main(
+                    [*job, "--segmenter", "jieba", "--output", str(out / "ours-jieba"), "--log-level", "WARNING"],
+                    spark=spark)
+            # A small warm-up: Python workers started, dictionaries loaded, in neither's time.
+            spark.read.json(str(path)).limit(20).write.mode("overwrite").format("noop").save()
+            runs: dict[str, list[float]] = {name: [] for name in methods}
+            outcome: dict[str, object] = {}
+            for repeat in range(args.repeats):
+                for name, run in methods.items():
+                    start = time.perf_counter()
+                    with contextlib.redirect_stdout(sys.stderr):  # the job prints its summary
+                        outcome[name] = run()
+                    runs[name].append(time.perf_counter() - start)
+                    print(f"pipeline_throughput: {corpus.name} {name} run {repeat + 1}: "
+                          f"{runs[name][-1]:.1f} s", file=sys.stderr)
+            ours_report = json.loads((out / "ours" / "report.json").read_text())
+            report["corpora"][corpus.name] = {
+                "source": corpus.source, "html": corpus.html, "documents": n,
+                "mb": path.stat().st_size / 1e6,
+                "methods": {
+                    name: {"wall_s": [round(s, 2) for s in secs],
+                           "docs_per_s_per_core": n / statistics.median(secs) / CORES}
+                    for name, secs in runs.items()
+                },
+                "ours_exit": outcome["ours"],
+                "ours_counts": {
+                    **{k: v for k, v in ours_report["counts"].items() if isinstance(v, int)},
+                    "verified_pairs": ours_report["join"]["verified_pairs"],
+                },
+                "recipe_counts": outcome["recipe + plain join"],
+            }
+            shutil.rmtree(out, ignore_errors=True)
+    finally:
+        spark.stop()
+    report["load_end"] = os.getloadavg()
+    report["seconds"] = time.perf_counter() - started
+    return report
+
+
+def table(report: dict) -> list[str]:
+    """Markdown lines for bench/RESULTS.md."""
+    lines = [
+        "| corpus | documents | MB of input | method | documents/s per core | runs (s) | ours / method |",
+        "|---|---:|---:|---|---:|---|---:|",
+    ]
+    for name, c in report["corpora"].items():
+        label = "Chinese (People's Daily)" if name == "zh" else "English (Python manual, HTML)"
+        ours = c["methods"]["ours"]["docs_per_s_per_core"]
+        for method, r in c["methods"].items():
+            ratio = "" if method == "ours" else f"{ours / r['docs_per_s_per_core']:.2f}x"
+            runs = ", ".join(f"{s:.1f}" for s in r["wall_s"])
+            lines.append(f"| {label} | {c['documents']:,} | {c['mb']:.1f} | {method} | "
+                         f"{r['docs_per_s_per_core']:.1f} | {runs} | {ratio} |")
+    return lines
+
+
+def section(quick: bool) -> list[str]:
+    """Run the benchmark in its own process; the markdown section for bench/RESULTS.md."""
+    argv = [sys.executable, str(Path(__file__).resolve())] + (["--quick", "--repeats", "1"] if quick else [])
+    result = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    command = " ".join(["bench/pipeline_throughput.py", *argv[2:]])
+    header = ["## Whole pipeline: documents per second per core, raw input to written outputs", ""]
+    if result.returncode != 0:
+        return header + [f"`{command}` failed (exit {result.returncode}); its messages went to stderr.", ""]
+    report = json.loads(result.stdout)
+    load = lambda v: " / ".join(f"{x:.2f}" for x in v)  # noqa: E731
+    lines = header + [
+        f"`{command}` ({report['repeats']} repeats, interleaved; medians; {report['seconds']:.0f} s in all; "
+        f"load average {load(report['load_start'])} at its start, {load(report['load_end'])} at its end).",
+        "",
+        "Input: JSON Lines (`id`, `text`) of the two corpora above plus a near-copy of every tenth "
+        "document (one sentence cut from its middle). **ours** = `jobs/dedupe.py` `main` in local[2] "
+        "with its defaults (k = 3), from reading the input to clusters/, pairs/, deduped/ and "
+        "report.json written; for Chinese also with `--segmenter jieba`. **recipe + plain join** = "
+        "the blog recipe's fingerprints as a pandas UDF, the plain 4 x 16-bit band self-join + "
+        "`DISTINCT`, and the simplest keep rule, writing pairs/ and deduped/ (it does less than ours: "
+        "no exact keys, components, statuses or report). Documents/s per core = documents / median "
+        "wall seconds / 2.",
+        "",
+        *table(report),
+        "",
+    ]
+    for name, c in report["corpora"].items():
+        counts = c["ours_counts"]
+        shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items() if k in (
+            "documents", "kept", "exact_duplicates", "near_duplicates", "verified_pairs"))
+        lines.append(f"- {name}: ours' report: {shown or counts}; recipe: {c['recipe_counts']['pairs']:,} pairs, "
+                     f"{c['recipe_counts']['kept']:,} documents kept.")
+    lines.append("")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="200 Chinese documents, 2 MB of HTML")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--markdown", action="store_true", help="print the markdown table instead of JSON")
+    args = parser.parse_args(argv)
+    try:
+        report = measure(args)
+    except CorpusError as error:
+        print(f"pipeline_throughput: {error}", file=sys.stderr)
+        return 2
+    text = json.dumps(report, indent=1)
+    if args.json:
+        args.json.write_text(text + "\n")
+    print("\n".join(table(report)) if args.markdown else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
