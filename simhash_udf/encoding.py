@@ -81,9 +81,9 @@ def detect(body: bytes) -> str:
     return charset_label(guess) or "utf-8"
 
 
-def choose_encoding(body: bytes, http_charset: str | None, html: bool = True) -> tuple[str, str]:
-    """(codec, source) for a page: BOM, then the HTTP charset, then (HTML only) `<meta>`,
-    then detection. `source` is one of `bom`, `http`, `meta`, `detected`."""
+def declared_encoding(body: bytes, http_charset: str | None, html: bool = True) -> tuple[str, str] | None:
+    """(codec, source) the page declares: a BOM, the HTTP charset, then (HTML only) a
+    `<meta>` charset; None when it declares none that names an encoding."""
     for bom, codec in _BOMS:
         if body.startswith(bom):
             return codec, BOM
@@ -95,22 +95,36 @@ def choose_encoding(body: bytes, http_charset: str | None, html: bool = True) ->
         # A meta tag that claims UTF-16 is read as ASCII bytes, so it cannot be right (WHATWG).
         if codec and not codec.startswith("utf-16"):
             return codec, META
-    if body.isascii():
-        return "utf-8", DETECTED
-    try:
-        # Most of the web is UTF-8, and bytes that decode as UTF-8 almost never are anything else.
-        body.decode("utf-8")
-        return "utf-8", DETECTED
-    except UnicodeDecodeError:
-        return detect(body), DETECTED
+    return None
+
+
+def choose_encoding(body: bytes, http_charset: str | None, html: bool = True) -> tuple[str, str]:
+    """(codec, source) for a page: BOM, then the HTTP charset, then (HTML only) `<meta>`,
+    then detection. `source` is one of `bom`, `http`, `meta`, `detected`."""
+    return decode_html(body, http_charset, html)[1:]
 
 
 def decode_html(body: bytes, http_charset: str | None = None, html: bool = True) -> tuple[str, str, str]:
     """(text, codec, source) of a page's bytes; see `choose_encoding` for the order.
 
-    Bytes the chosen codec cannot decode are not fatal: resiliparse's `bytes_to_str` falls
-    back to UTF-8, then windows-1252, and finally replaces what is left; a BOM is stripped.
+    Undeclared pages that are valid UTF-8 are UTF-8 (most of the web is, and bytes that are
+    valid UTF-8 almost never are anything else); the others go to uchardet. Bytes the
+    chosen codec cannot decode are not fatal: resiliparse's `bytes_to_str` falls back to
+    UTF-8, then windows-1252, and finally replaces what is left; a BOM is stripped.
     """
-    codec, source = choose_encoding(body, http_charset, html)
+    declared = declared_encoding(body, http_charset, html)
+    if declared is None:
+        try:
+            return body.decode("utf-8"), "utf-8", DETECTED
+        except UnicodeDecodeError:
+            codec, source = detect(body), DETECTED
+    else:
+        codec, source = declared
+        if codec == "utf-8":
+            # The common case in one pass (bytes_to_str validates, then decodes).
+            try:
+                return body.removeprefix(codecs.BOM_UTF8).decode("utf-8"), codec, source
+            except UnicodeDecodeError:
+                pass
     text = bytes_to_str(body, codec, errors="replace", fallback_encodings=("utf-8", "cp1252"), strip_bom=True)
     return text, codec, source

@@ -342,8 +342,7 @@ def split_records(frame: DataFrame) -> Records:
     problems = (
         frame.where(F.col(SKIP_COLUMN).isin(DAMAGED_RECORD, ARC_FILE))
         .groupBy(FILE_COLUMN, SKIP_COLUMN)
-        .agg(F.min_by(DAMAGE_COLUMN, F.lit(0)).alias("first"), F.count(F.lit(1)).alias("n"),
-             F.sort_array(F.collect_list(DAMAGE_COLUMN)).alias("reasons"))
+        .agg(F.count(F.lit(1)).alias("n"), F.sort_array(F.collect_list(DAMAGE_COLUMN)).alias("reasons"))
         .collect()
     )
     damaged = sorted(
