@@ -7,8 +7,10 @@ bench/corpora.py. MB = 10^6 bytes of UTF-8.
 
 Single process (one core), over the same documents, methods interleaved in every repeat:
 - ours: what the job's two pandas UDFs do to a document, `text.normalise` then
-  `fingerprint.fingerprints` with the default `FingerprintConfig` (jieba on Han runs, words
-  elsewhere, logtfidf weights, xxh3 feature hashes);
+  `fingerprint.fingerprints` with the default `FingerprintConfig` (jieba's segmentation by
+  rjieba on Han runs, words elsewhere, logtfidf weights, xxh3 feature hashes);
+- ours, --segmenter jieba: the same with the Python jieba as the segmenter (Chinese only:
+  English text has no Han runs, so it never reaches a segmenter);
 - recipe: baseline (a), the blog post's recipe (bench/recipe.py);
 - simhash-pkg: baseline (b), the `simhash` package from PyPI, given the text as it expects it
   (`Simhash(text)`: its own tokens, lower-cased character 4-grams of word characters, md5;
@@ -16,8 +18,8 @@ Single process (one core), over the same documents, methods interleaved in every
 - simhash-pkg on our tokens: the same package given the library's tokens and their counts
   (`Simhash({token: count})`), which isolates its hashing from its tokenisation;
 - jieba / rjieba: segmentation alone (precise mode, HMM on), Chinese only;
-- ours' stages, cumulative: normalise; normalise + tokens (the rest of `ours` is weights and
-  hashing), to show where its time goes.
+- ours' stages, cumulative: normalise; normalise + tokens (the rest of `ours` is numbering,
+  counting, weights and hashing), to show where its time goes.
 English text methods run on the text the library extracts from the HTML (`text.html_to_text`,
 timed apart as its own line, in MB of HTML); their MB are MB of that text.
 
@@ -27,7 +29,8 @@ raw documents (Chinese text; English HTML), forced with the `noop` writer: ours 
 a pandas UDF that decodes, extracts the HTML text for English (the same `html_to_text`, so the
 comparison is of fingerprinting) and runs the recipe. MB/s per core = input MB / s / 2.
 
-Token equality: jieba's and rjieba's tokens of every Chinese document (normalised text).
+Token equality: jieba's and rjieba's tokens of every Chinese document (normalised text): the
+whole document, and the job's path (`text.mixed_tokens` with each segmenter).
 """
 
 from __future__ import annotations
@@ -54,9 +57,10 @@ from recipe import recipe_simhashes  # noqa: E402
 
 from simhash_udf.config import FingerprintConfig  # noqa: E402
 from simhash_udf.fingerprint import fingerprints  # noqa: E402
-from simhash_udf.text import _HAN_RUN, _jieba_tokenizer, html_to_text, normalise, tokens  # noqa: E402
+from simhash_udf.text import _jieba_tokenizer, html_to_text, mixed_tokens, normalise, tokens  # noqa: E402
 
 CONFIG = FingerprintConfig()
+JIEBA_CONFIG = FingerprintConfig(segmenter="jieba")
 SPARK_CORES = 2
 
 
@@ -68,6 +72,11 @@ def ours(texts: list[str]) -> object:
     return fingerprints([normalise(t) for t in texts], CONFIG)
 
 
+def ours_jieba(texts: list[str]) -> object:
+    """ours with the Python jieba as the segmenter (the engine before rjieba)."""
+    return fingerprints([normalise(t) for t in texts], JIEBA_CONFIG)
+
+
 def ours_normalise(texts: list[str]) -> object:
     """Stage breakdown of `ours`: normalisation alone."""
     return [normalise(t) for t in texts]
@@ -75,7 +84,9 @@ def ours_normalise(texts: list[str]) -> object:
 
 def ours_tokens(texts: list[str]) -> object:
     """Stage breakdown of `ours`: normalisation and tokens (no weights, no hashing)."""
-    return [tokens(normalise(t), CONFIG.tokenizer) for t in texts]
+    # As `fingerprints` asks for them: with n-grams of 1, out of text order (one segmenter
+    # call per document).
+    return [tokens(normalise(t), CONFIG.tokenizer, CONFIG.segmenter, ordered=CONFIG.ngram > 1) for t in texts]
 
 
 def _simhash_class() -> type:
@@ -103,7 +114,7 @@ def simhash_pkg(texts: list[str]) -> object:
 
 def simhash_pkg_our_tokens(texts: list[str]) -> object:
     cls = _simhash_class()
-    return [cls(dict(Counter(tokens(normalise(t), CONFIG.tokenizer)))).value for t in texts]
+    return [cls(dict(Counter(tokens(normalise(t), CONFIG.tokenizer, CONFIG.segmenter)))).value for t in texts]
 
 
 def jieba_cut(texts: list[str]) -> object:
@@ -144,16 +155,12 @@ def time_methods(
     return out
 
 
-def _han_runs(text: str) -> list[str]:
-    """The runs of Han characters of a text: what the job's `auto` tokenizer gives jieba."""
-    return [m.group() for m in _HAN_RUN.finditer(text)]
-
-
 def token_equality(texts: list[str], han_runs_only: bool = False) -> dict:
     """How often jieba and rjieba cut a normalised document into the same tokens.
 
-    han_runs_only: cut each run of Han characters apart, as the job's default tokenizer does
-    (`text.mixed_tokens`), instead of the whole document.
+    han_runs_only: the job's path, `text.mixed_tokens` with each segmenter (each run of Han
+    characters in jieba's range to the segmenter, words and other Han characters apart),
+    instead of the whole document handed to each engine.
     """
     import rjieba
 
@@ -163,9 +170,10 @@ def token_equality(texts: list[str], han_runs_only: bool = False) -> dict:
     total_jieba = total_rjieba = differing_tokens = 0
     for text in texts:
         text = normalise(text)
-        pieces = _han_runs(text) if han_runs_only else [text]
-        a = [t for piece in pieces for t in tokenizer.cut(piece, HMM=True)]
-        b = [t for piece in pieces for t in rjieba.cut(piece, hmm=True)]
+        if han_runs_only:
+            a, b = mixed_tokens(text, "jieba"), mixed_tokens(text, "rjieba")
+        else:
+            a, b = list(tokenizer.cut(text, HMM=True)), rjieba.cut(text, hmm=True)
         total_jieba += len(a)
         total_rjieba += len(b)
         if a == b:
@@ -296,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     report["single"] = {}
     zh_methods = {
         "ours": ours,
+        "ours, --segmenter jieba": ours_jieba,
         "ours, stage 1: normalise": ours_normalise,
         "ours, stages 1-2: normalise + tokens": ours_tokens,
         "recipe": recipe_simhashes,
@@ -310,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     en_text = [html_to_text(t) for t in en.texts]
     report["corpora"]["en"]["text_mb"] = _mb(en_text)
     report["single"]["en_html"] = time_methods(en.texts, {"html_to_text": lambda ts: [html_to_text(t) for t in ts]}, args.repeats)
-    en_methods = {k: v for k, v in zh_methods.items() if k not in ("jieba tokens", "rjieba tokens")}
+    en_methods = {k: v for k, v in zh_methods.items()
+                  if k not in ("jieba tokens", "rjieba tokens", "ours, --segmenter jieba")}
     report["single"]["en"] = time_methods(en_text, en_methods, args.repeats)
     print(f"en single-process done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from simhash_udf.config import FingerprintConfig
-from simhash_udf.idf import idf
+from simhash_udf.idf import idf, idfs
 from simhash_udf.text import ngrams, tokens
 
 # A feature is the UTF-8 of its tokens joined by the unit separator, which normalised text
@@ -146,20 +146,27 @@ def _hash_and_idf(features: Sequence[str], with_idf: bool) -> tuple[np.ndarray, 
     """xxh3 hashes (uint64) and mean token IDFs (float64) of distinct features."""
     if len(_feature_cache) + len(features) > _FEATURE_CACHE_SIZE:
         _feature_cache.clear()  # so it holds at most the limit or one batch's features
-    hashes = np.empty(len(features), dtype=np.uint64)
-    idfs = np.zeros(len(features), dtype=np.float64)
-    for i, feature in enumerate(features):
-        known = _feature_cache.get(feature)
-        if known is None:
-            value = 0.0
-            if with_idf:
+    cache_get = _feature_cache.get
+    known = [cache_get(f) for f in features]
+    new = [f for f, k in zip(features, known) if k is None]
+    if new:
+        hashes = [xxhash.xxh3_64_intdigest(f.encode("utf-8")) for f in new]
+        if not with_idf:
+            values = [0.0] * len(new)
+        elif all(_JOIN not in f for f in new):  # single tokens (always, with n-grams of 1)
+            values = idfs(new)
+        else:
+            values = []
+            for feature in new:
                 parts = feature.split(_JOIN)
-                value = math.fsum(idf(p) for p in parts) / len(parts)
-            known = (feature_hash(feature), value)
-            if with_idf:  # an entry without its IDF would be wrong for a later IDF weighting
-                _feature_cache[feature] = known
-        hashes[i], idfs[i] = known
-    return hashes, idfs
+                values.append(math.fsum(idfs(parts)) / len(parts))
+        entries = dict(zip(new, zip(hashes, values)))
+        if with_idf:  # an entry without its IDF would be wrong for a later IDF weighting
+            _feature_cache.update(entries)
+        known = [k if k is not None else entries[f] for f, k in zip(features, known)]
+    hashes_u64 = np.fromiter((k[0] for k in known), dtype=np.uint64, count=len(known))
+    idf_values = np.fromiter((k[1] for k in known), dtype=np.float64, count=len(known))
+    return hashes_u64, idf_values
 
 
 def _log_table(largest: int) -> np.ndarray:
