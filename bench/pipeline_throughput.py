@@ -3,7 +3,8 @@
     .venv/bin/python bench/pipeline_throughput.py [--quick] [--repeats 3] [--json out.json]
 
 Issue 3, part 4. Prints a JSON document on stdout; `section(quick)` runs it in a
-subprocess and returns the markdown for bench/RESULTS.md (bench/run_all.py calls it).
+subprocess and returns the markdown for bench/RESULTS.md (bench/run_all.py calls it as
+`run_all_section(quick, repeats)`).
 
 Inputs (bench/corpora.py), each written once as JSON Lines (`id`, `text`) under
 build/bench-cache/pipeline/, with near-copies planted so that the runs find clusters: every
@@ -223,12 +224,14 @@ def table(report: dict) -> list[str]:
     return lines
 
 
-def section(quick: bool) -> list[str]:
-    """Run the benchmark in its own process; the markdown section for bench/RESULTS.md."""
-    argv = [sys.executable, str(Path(__file__).resolve())] + (["--quick", "--repeats", "1"] if quick else [])
+def section(quick: bool, repeats: int | None = None) -> list[str]:
+    """Run the benchmark in its own process; the markdown section for bench/RESULTS.md, its
+    heading included. repeats: default 3, or 1 with quick."""
+    repeats = repeats if repeats is not None else (1 if quick else 3)
+    argv = [sys.executable, str(Path(__file__).resolve()), "--repeats", str(repeats)] + (["--quick"] if quick else [])
     result = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     command = " ".join(["bench/pipeline_throughput.py", *argv[2:]])
-    header = ["## Whole pipeline: documents per second per core, raw input to written outputs", ""]
+    header = ["## 4. Whole pipeline: documents per second per core, raw input to written outputs", ""]
     if result.returncode != 0:
         return header + [f"`{command}` failed (exit {result.returncode}); its messages went to stderr.", ""]
     report = json.loads(result.stdout)
@@ -257,6 +260,11 @@ def section(quick: bool) -> list[str]:
                      f"{c['recipe_counts']['kept']:,} documents kept.")
     lines.append("")
     return lines
+
+
+def run_all_section(quick: bool, repeats: int) -> list[str]:
+    """The hook bench/run_all.py (through bench/scale_sections.py) calls for section 4."""
+    return section(quick, repeats)
 
 
 def main(argv: list[str] | None = None) -> int:
