@@ -376,7 +376,8 @@ def _run_staged(
             # A handful of rows for report.html, read from the pairs just written.
             text_col = config.text_col if config.text_col in docs.columns else None
             samples = report_html.sample_pairs(
-                spark.read.parquet(target.path("pairs")), docs, config.id_col, text_col
+                spark.read.parquet(target.path("pairs")), docs, config.id_col, text_col,
+                extract=config.extract if config.html else None,
             )
     else:
         samples = []
