@@ -17,6 +17,16 @@ Shingles (decided here, used by the job and by the benchmarks):
   text has no shingles.
 Texts are normalised first (`text.normalise`: NFKC, Traditional to Simplified, case folded),
 unless the caller says they already are.
+
+The policy (`config.VerifyConfig`, `--verify jaccard:T --verify-below L --verify-shingle N`):
+a candidate pair whose shorter normalised text has fewer than L characters is kept only when
+the Jaccard similarity of the two texts' N-gram shingle sets is at least T; longer pairs are
+kept unchecked (simhash is reliable there, and the check would ship long texts through a
+Python UDF). `keeps` is the rule in plain Python; `verify_pairs` applies it in Spark to the
+band join's pairs, before the connected components. Exact copies are never separated: they
+share one text and so one fingerprint, and the job clusters them without any pair. Distinct
+texts that share a fingerprint are not checked either (no pair joins them). The defaults were
+measured by bench/short_texts.py (docs/short-texts.md).
 """
 
 from __future__ import annotations
@@ -118,22 +128,25 @@ def keeps(text_a: str, text_b: str, policy: VerifyConfig) -> bool:
 # --- in Spark -----------------------------------------------------------------------------
 
 
-def texts_by_fingerprint(normalised: DataFrame, texts: DataFrame) -> DataFrame:
-    """Every distinct normalised text that has a fingerprint: `fingerprint` (long), `text`.
+def texts_by_fingerprint(normalised: DataFrame, texts: DataFrame, pairs: DataFrame) -> DataFrame:
+    """The distinct normalised texts of the fingerprints in `pairs`: `fingerprint` (long), `text`.
 
     normalised: `exact_key`, `text` (one row per document); texts: `exact_key`,
-    `fingerprint` (one row per distinct text). A fingerprint usually has one text; texts
-    that collide on all 64 bits give it several.
+    `fingerprint` (one row per distinct text); pairs: `fp_a`, `fp_b`. Only the texts of
+    paired fingerprints are joined and shuffled, not the whole crawl's. A fingerprint usually
+    has one text; texts that collide on all 64 bits give it several.
     """
-    return (
+    paired = pairs.select(F.col("fp_a").alias("fingerprint")).union(pairs.select(F.col("fp_b").alias("fingerprint")))
+    keys = (
         texts.where(F.col("fingerprint").isNotNull())
         .select("exact_key", "fingerprint")
-        .join(
-            normalised.where(F.col("exact_key").isNotNull())
-            .groupBy("exact_key")
-            .agg(F.any_value("text").alias("text")),
-            "exact_key",
-        )
+        .join(paired.distinct(), "fingerprint", "left_semi")
+    )
+    return (
+        normalised.where(F.col("exact_key").isNotNull())
+        .select("exact_key", "text")
+        .join(keys, "exact_key")
+        .dropDuplicates(["exact_key"])
         .select("fingerprint", "text")
     )
 
@@ -189,7 +202,7 @@ def verify_pairs(
     pairs: DataFrame, normalised: DataFrame, texts: DataFrame, policy: VerifyConfig
 ) -> DataFrame:
     """`scored_pairs` of the band join's pairs against the run's texts (see `NearDuplicates`)."""
-    return scored_pairs(pairs, texts_by_fingerprint(normalised, texts), policy)
+    return scored_pairs(pairs, texts_by_fingerprint(normalised, texts, pairs), policy)
 
 
 def describe(policy: VerifyConfig) -> dict[str, Any]:

@@ -253,3 +253,20 @@ def test_job_rejects_a_bad_verify_value(spark, dedupe_main, tmp_path, capsys):
         assert dedupe_main(["--input", str(src), "--output", str(tmp_path / "out"), *bad], spark=spark) == 2
         assert "verify" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.spark
+def test_texts_by_fingerprint_holds_the_paired_fingerprints_texts_once(spark):
+    from simhash_udf.verify import texts_by_fingerprint
+
+    normalised = spark.createDataFrame(
+        [(1, "a b", b"k1"), (2, "a b", b"k1"), (3, "c d", b"k2"), (4, "e f", b"k3"), (5, "g h", b"k4"), (6, None, None)],
+        "id long, text string, exact_key binary",
+    )
+    # k1 and k2 collide on fingerprint 10; k4 has no fingerprint (too short); 30 is unpaired.
+    texts = spark.createDataFrame(
+        [(b"k1", 10), (b"k2", 10), (b"k3", 30), (b"k4", None)], "exact_key binary, fingerprint long"
+    )
+    pairs = spark.createDataFrame([(10, 20, 2)], "fp_a long, fp_b long, distance int")
+    got = sorted((r["fingerprint"], r["text"]) for r in texts_by_fingerprint(normalised, texts, pairs).collect())
+    assert got == [(10, "a b"), (10, "c d")]
