@@ -1,0 +1,267 @@
+"""Benchmark: the whole job on skewed input (a template's pages, exact copies, a hot key).
+
+    .venv/bin/python bench/skew.py [--quick] [--n 1000000] [--timeout 900] [--driver-memory 4g]
+
+Prints a JSON document on stdout (for bench/run_all.py) and a summary on stderr.
+
+Input: documents as Parquet, `id` (long) and `fingerprint` (long), run through the job's own
+entry point (`jobs/dedupe.py` main with `--fingerprint-col fingerprint`, local[2]), so the
+copies are documents with ids and every stage after fingerprinting runs as in production:
+
+- `template`: of N documents, 100k are one template's pages: the template's fingerprint
+  with 1 or 2 random bits flipped (within 2 bits of the template, so within k = 3 of it and
+  within 4 of each other). 64-bit words within 2 bits of one word number only 2,081, so
+  these 100k pages share 2,081 distinct fingerprints; 10k further documents are exact
+  copies of one page (one fingerprint); the rest are random.
+- `hot-key`: the same, but the 100k template pages have distinct fingerprints that agree on
+  the template's 44 high bits and vary at random in the low 20: every band table whose key
+  lies in the high bits puts all 100k in one bucket (5 billion candidate pairs per such
+  table in a join that expands buckets). They are one component w.h.p.: each has ~130
+  neighbours within 3 bits among the others.
+
+Each scenario runs with `--no-pairs` and without, each in a fresh process bounded by
+--timeout (a run that exceeds it is killed and reported as such); wall time and peak memory
+(the summed resident set of the process tree: driver JVM and Python workers). Checks, on the
+job's clusters/: the template's pages are one cluster, the copies are one cluster; and the
+report's hot buckets are printed. For comparison, each scenario's distinct fingerprints also
+go through the one-level Spark SQL join alone (`join.sql_near_duplicate_pairs`, the join
+before the two-level kernel; a self-join per table that expands every bucket into all its
+pairs), bounded by the same timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from join_scale import TreeMemory  # noqa: E402  (bench/join_scale.py)
+
+CACHE = ROOT / "build" / "bench-cache" / "skew"
+TEMPLATE_PAGES = 100_000
+COPIES = 10_000
+HOT_KEY_FREE_BITS = 20
+FORMAT = 1
+
+
+def make_input(scenario: str, n: int, seed: int = 7) -> Path:
+    """documents.parquet for a scenario (cached); ids: template pages 0..99,999, copies next."""
+    template_pages = min(TEMPLATE_PAGES, n // 10)
+    copies = min(COPIES, n // 100)
+    folder = CACHE / f"{scenario}-n{n}-seed{seed}-v{FORMAT}"
+    path = folder / "documents.parquet"
+    if (folder / "meta.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([seed, n])
+    template, copy = rng.integers(0, 2**64, size=2, dtype=np.uint64)
+    if scenario == "template":
+        flips = np.zeros(template_pages, dtype=np.uint64)
+        one = np.uint64(1)
+        first = rng.integers(0, 64, size=template_pages).astype(np.uint64)
+        second = rng.integers(0, 64, size=template_pages).astype(np.uint64)
+        two = rng.random(template_pages) < 0.5
+        flips = (one << first) | np.where(two, one << second, np.uint64(0))
+        flips[0] = 0  # the template itself is one of its pages
+        pages = template ^ flips
+    else:
+        low = np.uint64((1 << HOT_KEY_FREE_BITS) - 1)
+        free = rng.choice(1 << HOT_KEY_FREE_BITS, size=template_pages, replace=False).astype(np.uint64)
+        pages = (template & ~low) | free
+    rest = rng.integers(0, 2**64, size=n - template_pages - copies, dtype=np.uint64)
+    fingerprints = np.concatenate([pages, np.full(copies, copy, dtype=np.uint64), rest]).view(np.int64)
+    ids = np.arange(n, dtype=np.int64)
+    order = rng.permutation(n)  # spread the hot rows over the input's partitions
+    pq.write_table(pa.table({"id": ids[order], "fingerprint": fingerprints[order]}), path, row_group_size=1 << 20)
+    meta = {"scenario": scenario, "n": n, "template_pages": template_pages, "copies": copies,
+            "template_ids": [0, template_pages - 1], "copy_ids": [template_pages, template_pages + copies - 1],
+            "distinct_template_fingerprints": int(len(np.unique(pages)))}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=1))
+    return folder
+
+
+def worker(args: argparse.Namespace) -> int:
+    """Run jobs/dedupe.py's main in this process's Spark (local[2], bounded memory)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import importlib.util
+
+    from simhash_udf.session import get_session
+
+    spec = importlib.util.spec_from_file_location("dedupe_job", ROOT / "jobs" / "dedupe.py")
+    dedupe = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(dedupe)
+    spark = get_session("bench-skew", master="local[2]", conf={
+        "spark.driver.memory": args.driver_memory,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "16",
+    })
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        return dedupe.main(args.job_args, spark)
+    finally:
+        spark.stop()
+
+
+def join_worker(args: argparse.Namespace) -> int:
+    """Today's one-level SQL join alone on a scenario's distinct fingerprints; print a JSON line."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import functions as F
+
+    from simhash_udf import bands, join
+    from simhash_udf.session import get_session
+
+    spark = get_session("bench-skew-join", master="local[2]", conf={
+        "spark.driver.memory": args.driver_memory,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "16",
+    })
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        fps = spark.read.parquet(args.job_args[0]).select("fingerprint").distinct().cache()
+        n = fps.count()
+        plan = bands.choose_plan(n, 3)
+        sql_join = getattr(join, "sql_near_duplicate_pairs", None) or join.near_duplicate_pairs
+        start = time.perf_counter()
+        pairs = sql_join(fps, plan).agg(F.count(F.lit(1)).alias("pairs")).first()["pairs"]
+        print(json.dumps({"distinct": n, "blocks": plan.blocks, "pairs": pairs, "join_s": time.perf_counter() - start,
+                          "join": sql_join.__name__}))
+    finally:
+        spark.stop()
+    return 0
+
+
+def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
+    """`join_worker` in a fresh process, bounded by the timeout."""
+    command = [sys.executable, __file__, "--join-worker", "--driver-memory", memory, "--",
+               str(folder / "documents.parquet")]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    with TreeMemory(process.pid) as peak:
+        try:
+            stdout, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.communicate()
+            return {"status": f"killed after the {timeout:.0f} s timeout", "wall_s": time.perf_counter() - started,
+                    "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm}
+    result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm}
+    if process.returncode != 0:
+        result["status"] = f"failed (exit {process.returncode})"
+        return result
+    result.update(json.loads(stdout.strip().splitlines()[-1]), status="ok")
+    return result
+
+
+def run_job(folder: Path, pairs: bool, memory: str, timeout: float) -> dict:
+    output = folder / ("out-pairs" if pairs else "out-no-pairs")
+    shutil.rmtree(output, ignore_errors=True)
+    job_args = ["--input", str(folder / "documents.parquet"), "--format", "parquet", "--id-col", "id",
+                "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING"]
+    if not pairs:
+        job_args.append("--no-pairs")
+    command = [sys.executable, __file__, "--worker", "--driver-memory", memory, "--", *job_args]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    with TreeMemory(process.pid) as peak:
+        try:
+            stdout, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.communicate()
+            return {"status": f"killed after the {timeout:.0f} s timeout", "wall_s": time.perf_counter() - started,
+                    "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm}
+    wall = time.perf_counter() - started
+    result = {"wall_s": wall, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
+              "peak_python_workers_rss": peak.peak_python, "job_summary": stdout.strip()}
+    if process.returncode != 0:
+        result["status"] = f"failed (exit {process.returncode})"
+        return result
+    result["status"] = "ok"
+    result.update(check(folder, output))
+    return result
+
+
+def check(folder: Path, output: Path) -> dict:
+    """The template's pages and the copies, each in one cluster? What the report says."""
+    meta = json.loads((folder / "meta.json").read_text())
+    clusters = pq.read_table(output / "clusters", columns=["id", "cluster_id"]).to_pandas()
+    lo, hi = meta["template_ids"]
+    template = clusters[(clusters["id"] >= lo) & (clusters["id"] <= hi)]
+    lo, hi = meta["copy_ids"]
+    copies = clusters[(clusters["id"] >= lo) & (clusters["id"] <= hi)]
+    report = json.loads((output / "report.json").read_text())
+    join = report.get("join", {})
+    return {
+        "template_clusters": int(template["cluster_id"].nunique(dropna=False)),
+        "template_rows": int(len(template)),
+        "copy_clusters": int(copies["cluster_id"].nunique(dropna=False)),
+        "copy_rows": int(len(copies)),
+        "candidate_pairs": join.get("candidate_pairs"),
+        "verified_pairs": join.get("verified_pairs"),
+        "largest_bucket": join.get("largest_bucket"),
+        "hot_buckets": join.get("hot_buckets", []),
+        "band_plan": {k: report.get("band_plan", {}).get(k) for k in ("blocks", "tables", "key_bits")},
+        "report_join": {k: v for k, v in join.items() if k != "hot_buckets"},
+        "pairs_written": (output / "pairs").exists(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="200k documents (20k template pages, 2k copies)")
+    parser.add_argument("--n", type=int, default=None, help="documents (default 1,000,000; --quick 200,000)")
+    parser.add_argument("--scenarios", default="template,hot-key")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds one job may run before it is killed")
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--no-sql-join", action="store_true", help="skip today's one-level SQL join on each scenario")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--join-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("job_args", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    if args.join_worker:
+        return join_worker(args)
+    n = args.n or (200_000 if args.quick else 1_000_000)
+    report: dict = {"n": n, "timeout_s": args.timeout, "driver_memory": args.driver_memory,
+                    "load_start": os.getloadavg(), "runs": []}
+    started = time.perf_counter()
+    for scenario in args.scenarios.split(","):
+        folder = make_input(scenario, n)
+        meta = json.loads((folder / "meta.json").read_text())
+        for pairs in (False, True):
+            result = run_job(folder, pairs, args.driver_memory, args.timeout)
+            result.update(scenario=scenario, pairs=pairs, input=meta)
+            report["runs"].append(result)
+            print(f"skew: {scenario} {'with pairs' if pairs else '--no-pairs'}: {result['status']}, "
+                  f"{result['wall_s']:.0f} s, peak RSS {result['peak_rss'] / 2**20:,.0f} MB; template in "
+                  f"{result.get('template_clusters')} cluster(s), copies in {result.get('copy_clusters')}; "
+                  f"hot buckets {result.get('hot_buckets')}", file=sys.stderr)
+        if not args.no_sql_join:
+            result = run_sql_join(folder, args.driver_memory, args.timeout)
+            result.update(scenario=scenario, input=meta)
+            report.setdefault("sql_join", []).append(result)
+            print(f"skew: {scenario}, today's SQL join alone: {result['status']}, {result['wall_s']:.0f} s "
+                  f"(join {result.get('join_s', float('nan')):.0f} s), {result.get('pairs')} pairs", file=sys.stderr)
+    report["seconds"] = time.perf_counter() - started
+    report["load_end"] = os.getloadavg()
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
