@@ -37,7 +37,8 @@ class FingerprintConfig:
     tokenizer: `auto` (jieba on runs of Han characters, words everywhere else), `jieba`
         (jieba on the whole text), `word` (runs of Unicode word characters) or `char`.
     segmenter: the engine of jieba's segmentation: `rjieba` (jieba-rs: the same dictionary
-        and HMM, the same tokens on Chinese text, ~15x faster) or `jieba` (the Python one).
+        and HMM, ~15x faster; jieba's tokens on all of People's Daily and on all but one of
+        181,740 test texts, see `text.jieba_tokens`) or `jieba` (the Python one).
     ngram: features are n-grams of consecutive tokens (characters for `char`).
     weighting: `binary` (each distinct feature once), `tf` (its count), `tfidf` (count x
         IDF), `idf` (IDF once per distinct feature) or `logtfidf` ((1 + ln count) x IDF); IDFs
