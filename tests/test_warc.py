@@ -202,7 +202,9 @@ def test_wet_input_plain_text_documents(spark, dedupe_main, tmp_path):
     report = run_job(dedupe_main, spark, path, tmp_path / "out")
     assert report["records"]["by_reason"] == {"document": 3, "warcinfo_record": 1}
     clusters = {r["url"]: r for r in spark.read.parquet(str(tmp_path / "out" / "clusters")).collect()}
-    assert clusters["http://w.example/1"]["status"] == "exact_duplicate"
+    copies = [clusters["http://w.example/0"], clusters["http://w.example/1"]]
+    assert sorted(r["status"] for r in copies) == ["exact_duplicate", "kept"]
+    assert copies[0]["cluster_id"] == copies[1]["cluster_id"] != clusters["http://w.example/2"]["cluster_id"]
     assert clusters["http://w.example/0"]["fetch_time"] == "2024-03-01T00:00:00Z"
     deduped = spark.read.parquet(str(tmp_path / "out" / "deduped")).collect()
     assert sorted(r["text"] for r in deduped) == sorted([text, other])
