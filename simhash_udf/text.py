@@ -133,9 +133,15 @@ def normalise(text: str) -> str:
     form), Traditional to Simplified Chinese (OpenCC `t2s`, so one page in both scripts
     matches), case folding, and every run of whitespace collapsed to one space.
     """
-    text = nfkc(text)
     if _HAN.search(text):
-        text = _to_simplified(text)
+        text = _to_simplified(nfkc(text))
+    else:
+        # Mostly-ASCII text: CPython's own NFKC is faster than cutting it into pieces. NFKC
+        # can make Han characters (compatibility ideographs, radicals), hence the second look.
+        normalised = unicodedata.normalize("NFKC", text)
+        if normalised is not text and _HAN.search(normalised):
+            normalised = _to_simplified(normalised)
+        text = normalised
     # str.split() splits on exactly the characters `\s` matches in a str pattern
     # (Py_UNICODE_ISSPACE), about three times faster than re.sub.
     return " ".join(text.casefold().split())

@@ -213,3 +213,33 @@ def test_an_index_from_before_the_segmenter_setting_is_refused_for_rjieba() -> N
     new = Manifest(version=1, k=3, blocks=6, fingerprint=fingerprint_settings(fast), id_type="string")
     assert new.fingerprint["segmenter"] == "rjieba"
     _check_settings(store, new, fast, fingerprint_settings(fast))
+
+
+def _normalise_as_before(text: str) -> str:
+    """normalise as it was written before the fast paths: NFKC, t2s when Han, casefold, regex."""
+    from simhash_udf.text import _to_simplified
+
+    text = unicodedata.normalize("NFKC", text)
+    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
+        text = _to_simplified(text)
+    return re.sub(r"\s+", " ", text.casefold()).strip()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "⼀個 radical",  # U+2F00 KANGXI RADICAL ONE: Han only after NFKC, then t2s (個 -> 个)
+        "\uf900 compatibility ideograph 乾清宮",
+        "Ｄｏｃｋｅｒ 部署　服務器",
+        "plain ascii text … with an ellipsis",
+        "",
+    ],
+)
+def test_normalise_equals_its_definition(text: str) -> None:
+    assert normalise(text) == _normalise_as_before(text)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab 個體⼀⼆\uf900\uf901乾宮中，Ｄ\u0301\t\u3000…")), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_normalise_equals_its_definition_on_mixed_text(text: str) -> None:
+    assert normalise(text) == _normalise_as_before(text)
