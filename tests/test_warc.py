@@ -153,7 +153,10 @@ def test_damaged_files_beside_good_ones_lose_no_good_record(spark, shared_data, 
     cut_source = tmp_path / "cut-source.warc.gz"
     warc.write_records(str(cut_source), synthetic_pages(12, "cut"))
     data = cut_source.read_bytes()
-    cut = len(data) * 3 // 5
+    # In the middle of the member at three fifths of the file (not in its last bytes, which
+    # hold no payload: see test_every_cut_keeps_the_records_before_it_and_is_named).
+    inside = next(s for s in member_spans(cut_source) if s[2] <= len(data) * 3 // 5 < s[3])
+    cut = (inside[2] + inside[3]) // 2
     (crawl / "truncated.warc.gz").write_bytes(data[:cut])
     expected |= {i for r, i, _, end in member_spans(cut_source) if r == "document" and end <= cut}
 
@@ -290,3 +293,57 @@ def test_chinese_encodings_through_the_job(spark, shared_data, dedupe_main, tmp_
     assert all(len(ids) == 1 for ids in by_site.values()), by_site
     assert len({next(iter(ids)) for ids in by_site.values()}) == 3
     assert Counter(r["status"] for r in clusters) == {"kept": 3, "exact_duplicate": 6}
+
+
+def read_rows(path: Path, fmt: str = "warc") -> list[dict]:
+    names = warc.SCHEMA.fieldNames()
+    return [dict(zip(names, row, strict=True)) for row in warc.read_file(str(path), fmt)]
+
+
+@pytest.mark.parametrize("suffix", [".warc.gz", ".warc"])
+def test_every_cut_keeps_the_records_before_it_and_is_named(tmp_path, suffix):
+    """A file cut at any of many offsets: exactly the documents whose records end before the
+    cut (warcio's offsets in the whole file) are read, and the cut is reported unless only
+    blank bytes after the last whole record were lost."""
+    whole = tmp_path / f"whole{suffix}"
+    warc.write_records(str(whole), synthetic_pages(6, "cut"))
+    spans = member_spans(whole)
+    with open(whole, "rb") as stream:
+        pages = {r.rec_headers.get_header("WARC-Record-ID"): r.content_stream().read().decode()
+                 for r in WarcioIterator(stream) if r.rec_type == "response"}
+    data = whole.read_bytes()
+    for cut in range(1, len(data), max(1, len(data) // 60)):
+        part = tmp_path / f"part{suffix}"
+        part.write_bytes(data[:cut])
+        rows = read_rows(part)
+        documents = {r["id"] for r in rows if r[warc.SKIP_COLUMN] is None}
+        required = {i for reason, i, _, end in spans if reason == "document" and end <= cut}
+        # A record that lost only what follows its payload (the closing CRLF CRLF, a gzip
+        # member's trailer) may be read too, but only whole: never half a page.
+        assert required <= documents, cut
+        assert all(r["text"] == pages[r["id"]] for r in rows if r[warc.SKIP_COLUMN] is None), cut
+        damaged = [r for r in rows if r[warc.SKIP_COLUMN] == warc.DAMAGED_RECORD]
+        ends = [end for _, _, _, end in spans if end <= cut]
+        only_blank_lost = bool(ends) and not data[max(ends):cut].strip(b"\r\n") and (
+            cut in ends or suffix == ".warc")
+        assert damaged or only_blank_lost, cut
+
+
+def test_garbage_inside_a_plain_warc_loses_only_the_record_it_hits(tmp_path):
+    """Bytes overwritten in the middle of one record of a plain WARC: the reader resumes at the
+    next `WARC/1.` line; every other document is read."""
+    whole = tmp_path / "whole.warc"
+    warc.write_records(str(whole), synthetic_pages(8, "garbage"))
+    spans = member_spans(whole)
+    hit = [s for s in spans if s[0] == "document"][3]
+    data = bytearray(whole.read_bytes())
+    # Into the record's WARC header: its Content-Length no longer parses. (Garbage over its
+    # WARC-Type line would make it a record of unknown type, counted as `unknown_record`.)
+    length = data.index(b"Content-Length:", hit[2]) + len(b"Content-Length:")
+    data[length:length + 4] = b" ###"
+    broken = tmp_path / "broken.warc"
+    broken.write_bytes(bytes(data))
+    rows = read_rows(broken)
+    documents = {r["id"] for r in rows if r[warc.SKIP_COLUMN] is None}
+    assert documents == {i for reason, i, _, _ in spans if reason == "document" and i != hit[1]}
+    assert sum(r[warc.SKIP_COLUMN] == warc.DAMAGED_RECORD for r in rows) >= 1
