@@ -24,14 +24,22 @@ from itertools import combinations
 BITS = 64
 _ALL = (1 << BITS) - 1
 
-# Relative cost of one shuffled band-key row against one candidate pair produced and
-# verified by the join. A row is written, shuffled, read and sorted (~16-24 bytes); a
-# candidate is a generated row checked by `bit_count` in Spark's generated code.
-# Measured on local[2] with 1M random fingerprints, k = 3: 4 blocks (4M rows, 31M
-# candidates) 10.8 s, 5 blocks (10M rows, 0.1M candidates) 8.2 s, so a row costs ~0.8 us
-# and a candidate ~0.24 us. The benchmarks of issue #3 refine this.
+# The cost model of the two-level join (`join.band_join`), in microseconds on one core of
+# this machine. A band row is exploded, shuffled as (table, fingerprint) and read into a
+# Python worker as Arrow (~0.8 us, the Spark side of a 1M run); in the worker each row is
+# packed and sorted once per sub-block (k + 1 passes, ~0.06 us each: 4M fingerprints x 4
+# tables x 4 sub-blocks took 3.7 s in `join_kernel.join_partition` alone); a candidate is a
+# gathered pair checked by `np.bitwise_count` (~0.02 us). The old SQL join paid ~0.24 us per
+# candidate, and its candidates were all pairs sharing a table's key.
 COST_PER_ROW = 1.0
-COST_PER_CANDIDATE = 0.3
+COST_PER_ROW_PASS = 0.06
+COST_PER_CANDIDATE = 0.02
+# Bytes a shuffled band row takes: an 8-byte fingerprint and the table, as Spark writes them
+# (UnsafeRow, lz4): measured on 1M random fingerprints (see `PlanCost`).
+SHUFFLE_BYTES_PER_ROW = 12
+# Band rows per shuffle partition of the two-level join (`join.band_join`): a Python worker
+# holds its partition in numpy, about 40 bytes a row while it works (80 MB at 2M rows).
+ROWS_PER_PARTITION = 2_000_000
 # Plans with more tables than this are never chosen automatically: at C(B, k) > 1000 the
 # shuffle dwarfs anything wider keys can save on the data sizes this job handles.
 MAX_TABLES = 1000
@@ -112,10 +120,17 @@ class BandPlan:
 class PlanCost:
     """What a plan is expected to cost on n distinct, uniformly random fingerprints.
 
-    rows_shuffled: band-key rows the join shuffles (n x tables).
-    random_candidates: expected pairs that share a key by chance, summed over tables
-        (each table: C(n, 2) / 2^key_bits). Planted near duplicates add to it.
-    shuffle_bytes: rows_shuffled x 24 bytes (table id, key, fingerprint) before compression.
+    rows_shuffled: band rows the join shuffles (n x tables).
+    bucket_pairs: expected pairs that share a table's key by chance, summed over tables
+        (each table: C(n, 2) / 2^key_bits): what a join verifying whole buckets compares
+        (`join.candidate_pairs`, the SQL join).
+    random_candidates: expected pairs the two-level join compares by chance: pairs that share
+        a table's key and one of its k + 1 sub-blocks (each table and sub-block:
+        C(n, 2) / 2^(key bits + sub-block bits)). Planted near duplicates add to it.
+    shuffle_bytes: rows_shuffled x SHUFFLE_BYTES_PER_ROW.
+    partitions: shuffle partitions of ROWS_PER_PARTITION rows.
+    mean_bucket: fingerprints per (table, key) bucket, n / 2^min key bits (a bucket is
+        handled by one Python worker, in numpy).
     """
 
     blocks: int
@@ -125,10 +140,44 @@ class PlanCost:
     rows_shuffled: float
     random_candidates: float
     shuffle_bytes: float
+    bucket_pairs: float = 0.0
+    partitions: int = 1
+    mean_bucket: float = 0.0
+    k: int = 3
 
     @property
     def cost(self) -> float:
-        return COST_PER_ROW * self.rows_shuffled + COST_PER_CANDIDATE * self.random_candidates
+        return (
+            (COST_PER_ROW + COST_PER_ROW_PASS * self.sub_blocks) * self.rows_shuffled
+            + COST_PER_CANDIDATE * self.random_candidates
+        )
+
+    @property
+    def sub_blocks(self) -> int:
+        """Sub-blocks per table at level 2 (k + 1)."""
+        return self.k + 1
+
+
+def sub_block_bits(remaining: int, parts: int) -> list[int]:
+    """Widths of `parts` near-equal sub-blocks of `remaining` bits, larger first (the
+    widths of `sub_block_masks`)."""
+    base, extra = divmod(remaining, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def sub_block_masks(remaining: int, parts: int) -> list[int]:
+    """`remaining`'s set bits (low to high) cut into `parts` masks of near-equal size,
+    larger first; a mask is 0 when there are fewer bits than parts (an empty sub-block
+    always agrees, which keeps the pigeonhole argument true)."""
+    bits = [b for b in range(BITS) if remaining >> b & 1]
+    masks, start = [], 0
+    for width in sub_block_bits(len(bits), parts):
+        mask = 0
+        for b in bits[start : start + width]:
+            mask |= 1 << b
+        masks.append(mask)
+        start += width
+    return masks
 
 
 def plan_cost(n: int, k: int, blocks: int) -> PlanCost:
@@ -137,13 +186,29 @@ def plan_cost(n: int, k: int, blocks: int) -> PlanCost:
     pairs = n * (n - 1) / 2
     key_bits = [plan.key_bits(t) for t in range(plan.n_tables)] if plan.n_tables <= 5000 else []
     if key_bits:
-        candidates = math.fsum(pairs / 2.0**b for b in key_bits)
+        bucket_pairs = math.fsum(pairs / 2.0**b for b in key_bits)
+        candidates = math.fsum(
+            pairs / 2.0 ** (b + w) for b in key_bits for w in sub_block_bits(BITS - b, k + 1)
+        )
         lo, hi = min(key_bits), max(key_bits)
     else:  # too many tables to list; every key has about the same width
         lo = hi = round(BITS * (blocks - k) / blocks)
-        candidates = plan.n_tables * pairs / 2.0**lo
+        bucket_pairs = plan.n_tables * pairs / 2.0**lo
+        candidates = plan.n_tables * math.fsum(pairs / 2.0 ** (lo + w) for w in sub_block_bits(BITS - lo, k + 1))
     rows = float(n) * plan.n_tables
-    return PlanCost(blocks, plan.n_tables, lo, hi, rows, candidates, rows * 24)
+    return PlanCost(
+        blocks,
+        plan.n_tables,
+        lo,
+        hi,
+        rows,
+        candidates,
+        rows * SHUFFLE_BYTES_PER_ROW,
+        bucket_pairs=bucket_pairs,
+        partitions=max(1, math.ceil(rows / ROWS_PER_PARTITION)),
+        mean_bucket=n / 2.0**lo,
+        k=k,
+    )
 
 
 def plan_costs(n: int, k: int) -> list[PlanCost]:
@@ -160,5 +225,9 @@ def choose_plan(n: int, k: int, blocks: int | None = None) -> BandPlan:
     """The plan for n distinct fingerprints: the given block count, or the cheapest one."""
     if blocks is not None:
         return BandPlan(k, blocks)
-    best = min(plan_costs(max(n, 2), k), key=lambda c: (c.cost, c.blocks))
+    costs = plan_costs(max(n, 2), k)
+    # A bucket is handled in one Python worker: plans whose buckets would not fit one
+    # partition are left out (only at n far beyond 10^11 for k = 3).
+    fitting = [c for c in costs if c.mean_bucket <= ROWS_PER_PARTITION] or costs
+    best = min(fitting, key=lambda c: (c.cost, c.blocks))
     return BandPlan(k, best.blocks)

@@ -132,7 +132,9 @@ class NearDuplicates:
 
 
 def _join_stats(fingerprints: DataFrame, plan: bands.BandPlan, n: int) -> dict[str, Any]:
-    """Candidate pairs (from bucket sizes), the largest bucket and the hot buckets."""
+    """Candidate pairs (from bucket sizes), the largest bucket and the hot buckets: the
+    counts of the SQL join, for runs against an index (`index_run`); the self-join of
+    `find_near_duplicates` takes its counts from `join.join_stats` instead."""
     if plan.k == 0:
         return {"candidate_pairs": 0, "largest_bucket": 1 if n else 0, "hot_buckets": []}
     # Two reads of the bucket sizes (totals, then the hot ones): keep them rather than
@@ -194,14 +196,22 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     )
     n = stages.rows["distinct_fingerprints"]
     plan = bands.choose_plan(n, config.k, config.blocks)
+    # One shuffle of the band rows: the join's output carries its own counts (join_stats).
+    joined = stages.materialise("verify", join.band_join(distinct, plan, n))
     with stages.timed("candidates"):
-        stats = _join_stats(distinct, plan, n)
+        stats = join.join_stats(joined, plan, n)
     stats["distinct_fingerprints"] = n
     log.info(
         "band plan: %d blocks, %d tables; %d distinct fingerprints, %d candidate pairs",
         plan.blocks, plan.n_tables, n, stats["candidate_pairs"],
     )
-    fingerprint_pairs = stages.materialise("verify", join.near_duplicate_pairs(distinct, plan))
+    if stats["summarised_runs"]:
+        log.warning(
+            "%d hot band bucket(s) of more than %d fingerprints were summarised: pairs/ holds "
+            "enough of their pairs for exact clusters, not all of them (report.json: join.hot_buckets)",
+            stats["summarised_runs"], stats["hot_run_size"],
+        )
+    fingerprint_pairs = join.join_pairs(joined, summarised=stats["summarised_runs"] > 0)
     if normalised is not None and texts is not None and config.verify.threshold is not None:
         # The short-text policy: pairs of short texts must also share enough shingles
         # (verify.py); dropped pairs never reach the components nor pairs/.

@@ -128,7 +128,13 @@ def build(
             "candidate_pairs": join_stats["candidate_pairs"],
             "verified_pairs": sum(summary["distances"].values()),
             "largest_bucket": join_stats["largest_bucket"],
+            "hot_bucket_threshold": join_stats.get("hot_run_size", join_stats.get("hot_bucket_threshold")),
             "hot_buckets": join_stats.get("hot_buckets", []),
+            # Hot buckets' pairs are summarised (join_kernel.summarise_run): pairs/ then holds
+            # enough of them for exact clusters, not all of them.
+            "summarised_buckets": join_stats.get("summarised_runs", 0),
+            "summary_edges": join_stats.get("summary_edges", 0),
+            "pairs_summarised": bool(join_stats.get("summarised_runs", 0)),
         },
         "distances": summary["distances"],
         "stage_seconds": dict(stages.seconds),
@@ -147,6 +153,8 @@ def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[st
         "tables": plan.n_tables,
         "key_bits": sorted({plan.key_bits(t) for t in range(plan.n_tables)}),
         "rows_shuffled": int(cost.rows_shuffled),
+        "shuffle_bytes": int(cost.shuffle_bytes),
+        "sub_blocks": cost.sub_blocks,
         "expected_random_candidates": round(cost.random_candidates, 1),
     }
 
@@ -171,8 +179,9 @@ def run_stages(fmt: str | None, fingerprint_col: bool = False, write_pairs: bool
         ]
     stages += [
         ("distinct_fingerprints", "one row per distinct fingerprint"),
-        ("candidates", "count the band buckets: candidate pairs, largest and hot buckets"),
-        ("verify", "band join, keep pairs within k bits"),
+        ("verify", "band join: shuffle band rows by (table, key), then per partition in numpy sub-blocks, "
+         "candidates verified by popcount, hot buckets summarised"),
+        ("candidates", "read the join's counts: candidate pairs, largest and hot buckets"),
         ("components", "connected components, one line per round"),
         ("clusters", "write clusters/"),
     ]
@@ -202,19 +211,22 @@ def explain(
     lines = [
         f"band plans for {n:,} fingerprints (an upper bound on the distinct ones), k = {k}:",
         f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {'rows shuffled':>14} "
-        f"{'random candidates':>18} {'shuffle bytes':>14}",
+        f"{'random candidates':>18} {'bucket pairs':>16} {'shuffle bytes':>14} {'partitions':>10}",
     ]
     for c in costs:
         mark = "  <- " + ("chosen by the cost model" if blocks is None else "--blocks") if c.blocks == chosen.blocks else ""
         bits = f"{c.min_key_bits}" if c.min_key_bits == c.max_key_bits else f"{c.min_key_bits}-{c.max_key_bits}"
         lines.append(
             f"  {c.blocks:>6} {c.tables:>6} {bits:>9} {c.rows_shuffled:>14,.0f} "
-            f"{c.random_candidates:>18,.0f} {c.shuffle_bytes:>14,.0f}{mark}"
+            f"{c.random_candidates:>18,.0f} {c.bucket_pairs:>16,.0f} {c.shuffle_bytes:>14,.0f} "
+            f"{c.partitions:>10,}{mark}"
         )
     lines.append(
         "Every pair within k is found whatever the plan; a plan only changes the cost: "
-        "rows shuffled = fingerprints x tables, random candidates = pairs sharing a key by chance "
-        "(each checked with bit_count and dropped)."
+        "rows shuffled = fingerprints x tables (each sent to the partition of its table's key); "
+        f"inside a bucket the other bits are cut into k + 1 = {k + 1} sub-blocks, and random "
+        "candidates = pairs sharing a key and a sub-block by chance (each checked with popcount "
+        "and dropped); bucket pairs = pairs sharing a key, what verifying whole buckets would cost."
     )
     cost = bands.plan_cost(max(n, 2), k, chosen.blocks)
     lines.append(

@@ -249,6 +249,12 @@ def _join_section(report: Mapping[str, Any]) -> str:
             [(b["table"], ", ".join(str(x) for x in b["blocks"]), b["key"], b["size"]) for b in hot],
             cls="grid hot",
         )
+        if j.get("pairs_summarised"):
+            hot_html += (
+                f'<p class="summarised">{j.get("summarised_buckets", 0):,} hot bucket(s) summarised: '
+                f'pairs/ holds {j.get("summary_edges", 0):,} of their pairs, enough for exact clusters '
+                "(each member linked to an anchor within k), not all of them.</p>"
+            )
     else:
         threshold = j.get("hot_bucket_threshold")
         limit = f" (more than {threshold:,} members)" if threshold else ""

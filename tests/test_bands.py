@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from simhash_udf.bands import (
     MAX_TABLES,
+    SHUFFLE_BYTES_PER_ROW,
     BandPlan,
     block_bounds,
     choose_plan,
@@ -240,6 +241,23 @@ def _expected_random_candidates(n: int, k: int, blocks: int) -> float:
     return total
 
 
+def _expected_level_two(n: int, k: int, blocks: int) -> float:
+    """Sum over tables and their k + 1 sub-blocks of C(n, 2) / 2^(key bits + sub-block bits):
+    the sub-blocks split the 64 - key bits a table leaves out as evenly as possible."""
+    base, wide = divmod(64, blocks)
+    narrow = blocks - wide
+    kept = blocks - k
+    pairs = n * (n - 1) / 2
+    total = 0.0
+    for j in range(0, min(wide, kept) + 1):
+        count = math.comb(wide, j) * math.comb(narrow, kept - j)
+        key = kept * base + j
+        sub_base, sub_wide = divmod(64 - key, k + 1)
+        for s in range(k + 1):
+            total += count * pairs / 2.0 ** (key + sub_base + (1 if s < sub_wide else 0))
+    return total
+
+
 @pytest.mark.parametrize(
     ("n", "k", "blocks"),
     [(10**6, 3, 4), (10**6, 3, 6), (2**30, 3, 6), (12345, 5, 7), (10**9, 8, 12), (1000, 0, 1)],
@@ -249,8 +267,10 @@ def test_plan_cost_matches_independent_computation(n: int, k: int, blocks: int) 
     assert cost.blocks == blocks
     assert cost.tables == math.comb(blocks, k)
     assert cost.rows_shuffled == n * math.comb(blocks, k)
-    assert cost.shuffle_bytes == cost.rows_shuffled * 24
-    assert cost.random_candidates == pytest.approx(_expected_random_candidates(n, k, blocks), rel=1e-9)
+    assert cost.shuffle_bytes == cost.rows_shuffled * SHUFFLE_BYTES_PER_ROW
+    assert cost.bucket_pairs == pytest.approx(_expected_random_candidates(n, k, blocks), rel=1e-9)
+    assert cost.random_candidates == pytest.approx(_expected_level_two(n, k, blocks), rel=1e-9)
+    assert cost.random_candidates <= cost.bucket_pairs
     base, wide = divmod(64, blocks)
     kept = blocks - k
     assert cost.min_key_bits == kept * base + max(0, kept - (blocks - wide))
@@ -263,16 +283,17 @@ def test_plan_cost_for_google_plan_at_a_billion() -> None:
     assert cost.tables == 20
     assert (cost.min_key_bits, cost.max_key_bits) == (31, 33)
     # 20 tables, keys of 31-33 bits: a few billion chance collisions at 2^30 fingerprints.
-    assert 1e9 < cost.random_candidates < 1e10
+    assert 1e9 < cost.bucket_pairs < 1e10
 
 
 def test_plan_cost_approximation_for_too_many_tables_is_close() -> None:
     # C(33, 3) = 5456 tables: the model stops listing them and uses the mean key width.
     cost = plan_cost(10**6, 3, 33)
     assert cost.tables == 5456
-    assert cost.random_candidates == pytest.approx(
+    assert cost.bucket_pairs == pytest.approx(
         _expected_random_candidates(10**6, 3, 33), rel=0.15
     )
+    assert cost.random_candidates == pytest.approx(_expected_level_two(10**6, 3, 33), rel=0.15)
 
 
 def test_plan_costs_stop_at_max_tables() -> None:
@@ -306,7 +327,10 @@ def test_choose_plan_is_valid_and_grows_with_n(k: int) -> None:
 
 def test_choose_plan_more_blocks_for_huge_crawls_at_k3() -> None:
     small = choose_plan(10**3, 3).blocks
-    huge = choose_plan(10**10, 3).blocks
+    # Level 2 keeps 4 blocks' candidates small far beyond a billion: wider keys pay off
+    # only when the candidates of 16-bit keys + 12-bit sub-blocks outgrow the shuffle.
+    assert choose_plan(10**9, 3).blocks == 4
+    huge = choose_plan(10**11, 3).blocks
     assert small == 4  # few wide tables for small inputs
     assert huge > small
 
@@ -325,6 +349,6 @@ def test_random_candidates_match_monte_carlo(k: int, blocks: int) -> None:
         keys = fps & np.uint64(p.table_mask(t))
         _, counts = np.unique(keys, return_counts=True)
         colliding += int((counts * (counts - 1) // 2).sum())
-    expected = plan_cost(n, k, blocks).random_candidates
+    expected = plan_cost(n, k, blocks).bucket_pairs
     assert expected > 1000  # enough collisions for the comparison to mean something
     assert colliding == pytest.approx(expected, rel=0.2)
