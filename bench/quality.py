@@ -3,8 +3,8 @@
     .venv/bin/python bench/quality.py            # full run, a few minutes on 2 cores
     .venv/bin/python bench/quality.py --quick    # small seeded samples: a smoke test, not a result
 
-What is scored is what the job runs: a page's text comes from `extract.extract_text(html,
-"main")` (the job's `--extract main`), every text is `text.normalise`d, fingerprinted by
+What is scored is what the job runs: a page's text comes from `extract.extract(html, "main")`
+(the job's `--extract main`), every text is `text.normalise`d, fingerprinted by
 `fingerprint.fingerprints` with the default `FingerprintConfig`, and a pair is merged as the
 job merges it: exact copies (equal normalised text) always, otherwise both texts fingerprinted
 (at least `min_features` distinct features) and at most `k` bits apart. The band join finds
@@ -81,12 +81,7 @@ from tune_defaults import (  # noqa: E402
 )
 
 from simhash_udf.config import DedupeConfig, FingerprintConfig  # noqa: E402
-from simhash_udf.text import html_to_text  # noqa: E402
-
-try:  # helper H2's main-text extraction (the job's --extract main)
-    from simhash_udf.extract import extract_text
-except ImportError:  # pragma: no cover - only before extract.py exists
-    extract_text = None
+from simhash_udf.extract import extract  # noqa: E402  (the job's --extract)
 
 try:  # helper H4's short-text policy (--verify)
     from simhash_udf.config import VerifyConfig
@@ -309,8 +304,14 @@ class Sets:
 def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets:
     """Load, extract and normalise every set (seeded samples with --quick or --max-pairs)."""
     corpus = Corpus()
-    main = (lambda html: extract_text(html, "main")) if extract_text else html_to_text
-    extractor = "extract.extract_text(html, 'main')" if extract_text else "text.html_to_text"
+    fallbacks = [0, 0]  # pages where --extract main found nothing and kept all visible text
+
+    def main(html: str) -> str:
+        done = extract(html, "main")
+        fallbacks[0] += done.fallback
+        fallbacks[1] += 1
+        return done.text
+
     readability_dir, aeb_dir = data / "web/readability/test-pages", data / "web/aeb"
     readability, aeb = load_readability(readability_dir, main), load_aeb(aeb_dir, main)
     readability_all, aeb_all = load_readability(readability_dir), load_aeb(aeb_dir)
@@ -340,6 +341,8 @@ def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets
                   for i in itertools.chain(frames["pan13"]["a"], frames["pan13"]["b"])]
     related = set(zip(frames["pan13"]["a"], frames["pan13"]["b"]))
     frames["unrelated"] = unrelated_frame(long_docs, related)
+    extractor = (f"`extract.extract(html, 'main')` (the job's `--extract main`; it fell back to all "
+                 f"visible text on {fallbacks[0]} of {fallbacks[1]} pages)")
     return Sets(corpus, frames, count_lines_gz(data / "pairs/pairs.jsonl.gz"), extractor)
 
 
@@ -757,7 +760,7 @@ def method_section(args: argparse.Namespace, sets: Sets, wall: dict[str, float],
          f"trafilatura {_version('trafilatura')}"],
         ["library", library_version()],
         ["command", "`.venv/bin/python bench/quality.py" + "".join(f" {a}" for a in args.argv) + "`"],
-        ["page text", f"`{sets.extractor}` then `text.normalise`; articles: ground truth"],
+        ["page text", f"{sets.extractor}, then `text.normalise`; articles: the ground truth"],
         ["sentence pairs", f"{len(pairs):,} of {sets.total_pairs:,}"
          + (f" (random sample, seed {args.seed})" if len(pairs) < sets.total_pairs else " (all)")],
         ["near-copies", f"{sets.frames['synthetic']['a'].nunique()} article texts ≥ 300 characters, "
