@@ -150,6 +150,15 @@ class _Truncated(Exception):
     """A record's payload ended before its Content-Length."""
 
 
+def _check_length(record: Any, n: int) -> None:
+    """Raise _Truncated when `n` payload bytes were read of a record that has more."""
+    if n != record.content_length:
+        raise _Truncated(
+            f"{record.record_type} record {record.record_id} cut short or unparseable "
+            f"({n} of {record.content_length} payload bytes)"
+        )
+
+
 def _record_row(record: Any, fmt: str, path: str) -> Row:
     """The row of one record (its payload read to the end), or raise _Truncated."""
     from fastwarc.warc import WarcRecordType
@@ -159,22 +168,17 @@ def _record_row(record: Any, fmt: str, path: str) -> Row:
     url = record.headers.get("WARC-Target-URI")
     wanted = WarcRecordType.response if fmt == "warc" else WarcRecordType.conversion
     if kind != wanted:
-        n = _drain(record.reader)
-        if n != record.content_length:
-            raise _Truncated(f"{kind} record {record_id} cut short or unparseable ({n} of {record.content_length} payload bytes)")
+        _check_length(record, _drain(record.reader))
         return _skip(REVISIT if kind == WarcRecordType.revisit else f"{kind}_record", path, record_id, url)
     if fmt == "warc" and not record.is_http:
-        _drain(record.reader)
+        _check_length(record, _drain(record.reader))
         return _skip(NOT_HTTP, path, record_id, url)
     content_type = record.http_content_type if fmt == "warc" else None
     if fmt == "warc" and content_type and not _is_html(content_type, b""):
-        n = _drain(record.reader)
-        if n != record.content_length:
-            raise _Truncated(f"response {record_id} cut short or unparseable ({n} of {record.content_length} payload bytes)")
+        _check_length(record, _drain(record.reader))
         return _skip(NON_HTML, path, record_id, url)
     body = _read_all(record.reader)
-    if len(body) != record.content_length:
-        raise _Truncated(f"{kind} record {record_id} cut short or unparseable ({len(body)} of {record.content_length} payload bytes)")
+    _check_length(record, len(body))
     if fmt == "warc" and not _is_html(content_type, body):
         return _skip(NON_HTML, path, record_id, url)
     if not record_id:
@@ -242,7 +246,8 @@ def _tail_damage(stream: IO[bytes], last_start: int, gzipped: bool) -> str | Non
             return f"the record at offset {last_start} has no complete header"
         record_end = last_start + end + 4 + int(found.group(1))
         if record_end > size:
-            return f"the record at offset {last_start} is cut short ({size - last_start} of {record_end - last_start} bytes)"
+            have, need = size - last_start, record_end - last_start
+            return f"the record at offset {last_start} is cut short ({have} of {need} bytes)"
         stream.seek(record_end)
         rest = stream.read(_HEADER_LIMIT)
     if rest.strip(b"\r\n\t \x00"):
@@ -374,7 +379,8 @@ def write_records(path: str, records: Iterable[tuple[str, str, str, bytes]], gzi
             record.headers["WARC-Target-URI"] = url
             record.headers["WARC-Date"] = date
             if kind in ("response", "request", "revisit"):
-                record.headers["Content-Type"] = f"application/http; msgtype={'request' if kind == 'request' else 'response'}"
+                message = "request" if kind == "request" else "response"
+                record.headers["Content-Type"] = f"application/http; msgtype={message}"
             elif kind == "conversion":
                 record.headers["Content-Type"] = "text/plain"
             record.set_bytes_content(block)

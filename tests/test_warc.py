@@ -61,7 +61,8 @@ def run_job(dedupe_main, spark, input_path: Path, output: Path, *extra: str) -> 
 
 
 def page(title: str, words: str) -> bytes:
-    return f"<!doctype html><html><head><title>{title}</title></head><body><article><h1>{title}</h1><p>{words}</p></article></body></html>".encode()
+    head = f"<!doctype html><html><head><title>{title}</title></head>"
+    return f"{head}<body><article><h1>{title}</h1><p>{words}</p></article></body></html>".encode()
 
 
 def http_response(body: bytes, content_type: str = "text/html; charset=utf-8", status: str = "200 OK") -> bytes:
@@ -246,7 +247,8 @@ def test_chinese_pages_decode_from_header_meta_or_detection(shared_data, tmp_pat
     for name, variant, _, raw in pages:
         codec = dict(CHINESE)[name]
         content_type = f"text/html; charset={codec}" if variant == "header" else "text/html"
-        records.append(("response", f"http://{name}.example/{variant}", "2024-03-01T00:00:00Z", http_response(raw, content_type)))
+        url = f"http://{name}.example/{variant}"
+        records.append(("response", url, "2024-03-01T00:00:00Z", http_response(raw, content_type)))
     path = tmp_path / "chinese.warc.gz"
     warc.write_records(str(path), records)
     rows = [r for r in warc.read_file(str(path), "warc") if r[warc.SCHEMA.fieldNames().index(warc.SKIP_COLUMN)] is None]
@@ -282,7 +284,8 @@ def test_chinese_encodings_through_the_job(spark, shared_data, dedupe_main, tmp_
     for name, variant, _, raw in encoded_pages(shared_data):
         codec = dict(CHINESE)[name]
         content_type = f"text/html; charset={codec}" if variant == "header" else "text/html"
-        records.append(("response", f"http://{name}.example/{variant}", "2024-03-01T00:00:00Z", http_response(raw, content_type)))
+        url = f"http://{name}.example/{variant}"
+        records.append(("response", url, "2024-03-01T00:00:00Z", http_response(raw, content_type)))
     path = tmp_path / "chinese.warc"
     warc.write_records(str(path), records)
     run_job(dedupe_main, spark, path, tmp_path / "out", "--extract", "all")
