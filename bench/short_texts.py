@@ -437,7 +437,7 @@ def main() -> None:
             add(f"- distance {p.distance}: `{p.a[:60]}` / `{p.b[:60]}`")
 
     # 5. A larger k with the check: what it takes to find the near copies simhash drifts from.
-    add(f"\n## 5. A larger k with the check (k is global: `--k` with `--verify`)\n")
+    add("\n## 5. A larger k with the check (k is global: `--k` with `--verify`)\n")
     add("Near copies of short texts drift past k = 3; the check is what makes a larger k affordable on short texts. "
         f"Each row: the job at that k without the policy, then with the default. Review pairs are collected up to k = {K_MAX}.\n")
     add("| k | policy | en false merges | en dups kept | zh false merges | zh dups kept | reviews: unrelated merged / within k | reviews: synthetic near copies kept / within k | reviews: corpus near copies kept / within k |")
