@@ -187,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> DedupeConfig:
-    html_input = args.html or args.format == "warc" or (args.format is None and warc.named_like_warc(args.input))
+    warc_input = args.format == "warc" or (args.format is None and warc.named_like_warc(args.input))
+    html_input = args.html or warc_input
     if args.extract is not None and not html_input:
         # An option that would silently do nothing is a mistake worth stopping for.
         raise ConfigError(
@@ -198,7 +199,8 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
         id_col=args.id_col,
         text_col=args.text_col,
         fingerprint_col=args.fingerprint_col,
-        html=args.html,
+        # WARC records are HTML: the run (and an index's recorded settings) take the HTML path.
+        html=html_input,
         extract=args.extract or "main",
         k=args.k,
         blocks=args.blocks,
