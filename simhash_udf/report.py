@@ -166,8 +166,10 @@ def run_stages(fmt: str | None, fingerprint_col: bool = False, write_pairs: bool
     stages = [("read", "list the input files and read the schema")]
     if fmt in ("json", "csv"):
         stages.append(("parse", "parse every line once into the work folder"))
+    elif fmt in ("warc", "wet"):
+        stages.append(("parse", "read every record, one task per file, into the work folder; count them by reason"))
     elif fmt is None:
-        stages.append(("parse", "(JSON and CSV input only) parse every line once into the work folder"))
+        stages.append(("parse", "(JSON, CSV, WARC and WET input only) parse every line or record once into the work folder"))
     stages.append(("check_ids", "set aside rows without an id; check the ids are unique"))
     if fingerprint_col:
         stages.append(("fingerprint", "take the fingerprints the input carries"))
