@@ -350,3 +350,28 @@ def test_garbage_inside_a_plain_warc_loses_only_the_record_it_hits(tmp_path):
     documents = {r["id"] for r in rows if r[warc.SKIP_COLUMN] is None}
     assert documents == {i for reason, i, _, _ in spans if reason == "document" and i != hit[1]}
     assert sum(r[warc.SKIP_COLUMN] == warc.DAMAGED_RECORD for r in rows) >= 1
+
+
+def test_a_file_is_streamed_not_loaded(tmp_path):
+    """Reading a 120 MB WARC (in a fresh process) raises its peak memory by far less than the
+    file's size: records are streamed one at a time."""
+    import subprocess
+    import sys
+
+    body = http_response(page("big", "word " * 20_000))  # ~100 kB a page
+    path = tmp_path / "big.warc"
+    warc.write_records(str(path), [("response", f"http://big.example/{i}", "2024-03-01T00:00:00Z", body)
+                                   for i in range(1200)])
+    size_mb = path.stat().st_size / 2**20
+    assert size_mb > 100
+    script = (
+        "import resource, sys\n"
+        "from simhash_udf.warc import read_file\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "n = sum(r[7] is None for r in read_file(sys.argv[1], 'warc'))\n"
+        "print(n, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    documents, grown_mb = out.stdout.split()
+    assert int(documents) == 1200
+    assert float(grown_mb) < 40 < size_mb / 2, (grown_mb, size_mb)
