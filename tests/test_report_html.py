@@ -270,7 +270,13 @@ def test_a_report_without_texts_or_stage_rows_still_renders():
 
 def test_explain_lists_the_stages_and_the_expected_candidates():
     text_run = report_module.explain(1_000_000, 3, None, fmt="parquet")
-    assert "expected candidate pairs with the chosen plan: about 104,308 by chance" in text_run
+    # The model's choice at 1M is 4 blocks (16-bit keys + 12-bit sub-blocks: ~29,800 by chance).
+    from simhash_udf.bands import plan_cost
+
+    expected = plan_cost(1_000_000, 3, 4).random_candidates
+    assert 29_000 < expected < 31_000
+    assert f"expected candidate pairs with the chosen plan: about {expected:,.0f} by chance" in text_run
+    assert "  <- chosen by the cost model" in [line for line in text_run.splitlines() if line.split()[:1] == ["4"]][0]
     listed = [line.split()[0] for line in text_run.split("stages of the run")[1].splitlines()[1:]]
     assert listed[:3] == ["read", "check_ids", "normalise"] and listed[-1] == "report"
     assert "sample_pairs" in listed and "parse" not in listed
