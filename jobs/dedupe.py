@@ -242,6 +242,10 @@ def summary(result: dict[str, Any]) -> str:
             f"short-text check {v['spec']} ({below}, {v['shingle']}-gram shingles): checked "
             f"{v['checked_pairs']:,} of {v['pairs_within_k']:,} pairs within k, dropped {v['dropped_pairs']:,}"
         ))
+    if "records" in result:
+        # WARC/WET input: what became of every record, and the files that were not whole.
+        reasons = ", ".join(f"{k} {v:,}" for k, v in result["records"]["by_reason"].items())
+        lines.insert(0, f"records: {reasons}; damaged files {result['counts']['damaged_files']}")
     if "index" in result:
         x = result["index"]
         lines.insert(-1, (
