@@ -81,11 +81,11 @@ def partitions_for(n: int) -> int:
 
 # ---------------------------------------------------------------- the plans' keys, in numpy
 
-def ours_table_masks(n: int) -> list[int]:
-    """Unsigned masks of the key bits of every table of the plan `choose_plan(n, K)`."""
+def ours_table_masks(n: int, blocks: int | None = None) -> list[int]:
+    """Unsigned masks of the key bits of every table of the plan `choose_plan(n, K, blocks)`."""
     from simhash_udf import bands
 
-    plan = bands.choose_plan(n, K)
+    plan = bands.choose_plan(n, K, blocks)
     return [plan.table_mask(t) for t in range(plan.n_tables)]
 
 
@@ -133,11 +133,12 @@ def shared_key_pairs(fingerprints: np.ndarray, masks: list[int], threads: int = 
         return sum(pool.map(lambda m: _pairs_sharing(fps, m), masks))
 
 
-def plan_summary(n: int) -> dict:
-    """The plan ours uses for n, and the model's prediction for it (if bands has one)."""
+def plan_summary(n: int, blocks: int | None = None) -> dict:
+    """The plan ours used for n (`blocks`, default the model's choice), and the model's
+    prediction for it."""
     from simhash_udf import bands
 
-    plan = bands.choose_plan(n, K)
+    plan = bands.choose_plan(n, K, blocks)
     summary = {"blocks": plan.blocks, "tables": plan.n_tables}
     cost = getattr(bands, "plan_cost", None)
     if cost is not None:
@@ -312,7 +313,8 @@ def worker(args: argparse.Namespace) -> int:
             shuffle_bytes.append(written)
             print(f"join_scale: {args.method} {fmt_n(n)} run {repeat + 1}: {runs[-1]:.1f} s, "
                   f"{records:,} rows shuffled", file=sys.stderr)
-        print(json.dumps({"n": n, "wall_s": runs, "rows_shuffled": shuffled, "shuffle_bytes": shuffle_bytes,
+        blocks = bands.choose_plan(n, K).blocks if args.method == "ours" else None
+        print(json.dumps({"n": n, "blocks": blocks, "wall_s": runs, "rows_shuffled": shuffled, "shuffle_bytes": shuffle_bytes,
                           "pairs": out}))
     finally:
         spark.stop()
@@ -368,22 +370,7 @@ def measure(args: argparse.Namespace) -> dict:
         fps = synthetic.read_fingerprints(data)
         entry: dict = {"n": n, "planted": data.planted, "truth_pairs": data.truth_pairs,
                        "expected_chance_pairs": synthetic.expected_random_pairs(n, K),
-                       "partitions": partitions_for(n), "plan": plan_summary(n)}
-        t0 = time.perf_counter()
-        # Level 1: pairs sharing a table's key (what a one-level join verifies, and what the
-        # model's random_candidates predicts); a two-level join compares only those that also
-        # share a sub-block (its candidates).
-        entry["bucket_pairs_ours"] = shared_key_pairs(fps, ours_table_masks(n))
-        compared = ours_compared_masks(n)
-        if compared is None:
-            entry["candidates_ours"] = entry["bucket_pairs_ours"]
-        elif n <= args.count_max:
-            entry["candidates_ours"] = shared_key_pairs(fps, compared)
-        else:  # one sort per table and sub-block: minutes at 64M; left out of the time budget
-            entry["candidates_ours"] = None
-        run_baseline = n <= args.baseline_max
-        entry["candidates_baseline"] = shared_key_pairs(fps, baseline_table_masks())
-        entry["count_seconds"] = time.perf_counter() - t0
+                       "partitions": partitions_for(n)}
         brute = None
         if n <= args.brute_force_max:
             t0 = time.perf_counter()
@@ -392,7 +379,7 @@ def measure(args: argparse.Namespace) -> dict:
         del fps
         repeats = args.repeats if n < 16_000_000 else 1
         for method in ("ours", "baseline"):
-            if method == "baseline" and not run_baseline:
+            if method == "baseline" and n > args.baseline_max:
                 entry[method] = {"status": "not run (extrapolated)"}
                 continue
             result = run_method(method, data, repeats, args.driver_memory, args.timeout)
@@ -405,6 +392,25 @@ def measure(args: argparse.Namespace) -> dict:
             entry[method] = result
             print(f"join_scale: {fmt_n(n)} {method}: {result['status']} "
                   f"{result.get('median_s', 0):.1f} s; {result.get('exactness', '')}", file=sys.stderr)
+        # Candidates, counted after the runs with the plan the run reported (the model may
+        # be edited while a long benchmark runs; the count must be of the plan measured).
+        blocks = entry["ours"].get("blocks")
+        entry["plan"] = plan_summary(n, blocks)
+        fps = synthetic.read_fingerprints(data)
+        t0 = time.perf_counter()
+        # Level 1: pairs sharing a table's key (what a one-level join verifies); a two-level
+        # join compares only those that also share a sub-block (its candidates).
+        entry["bucket_pairs_ours"] = shared_key_pairs(fps, ours_table_masks(n, blocks))
+        compared = ours_compared_masks(n, blocks)
+        if compared is None:
+            entry["candidates_ours"] = entry["bucket_pairs_ours"]
+        elif n <= args.count_max:
+            entry["candidates_ours"] = shared_key_pairs(fps, compared)
+        else:  # one sort per table and sub-block
+            entry["candidates_ours"] = None
+        entry["candidates_baseline"] = shared_key_pairs(fps, baseline_table_masks())
+        entry["count_seconds"] = time.perf_counter() - t0
+        del fps
         report["results"].append(entry)
     extrapolate(report)
     measured = [(e["n"], e["ours"]["median_s"]) for e in report["results"]
@@ -476,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="largest size the baseline runs at; above it its time is extrapolated")
     parser.add_argument("--brute-force-max", type=parse_size, default=4_000_000,
                         help="largest size checked against the numpy brute force too")
-    parser.add_argument("--count-max", type=parse_size, default=16_000_000,
+    parser.add_argument("--count-max", type=parse_size, default=64_000_000,
                         help="largest size at which the two-level join's candidates are counted (one sort "
                         "per table and sub-block)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds one method at one size may take")

@@ -1,9 +1,20 @@
 """Run every benchmark in bench/ and write bench/RESULTS.md: the one command.
 
-    .venv/bin/python bench/run_all.py            # about 5 minutes on 2 cores
-    .venv/bin/python bench/run_all.py --quick    # about a minute: small samples
+    .venv/bin/python bench/run_all.py            # under 30 minutes on 2 cores
+    .venv/bin/python bench/run_all.py --quick    # a few minutes: small samples and sizes
+    .venv/bin/python bench/run_all.py --sections join,scaling   # some sections only
     .venv/bin/python bench/run_all.py --with-index   # also bench/index_lookup.py (slow; it
                                                     # writes its own bench/RESULTS-index.md)
+
+Sections (in this order): fingerprint (bench/fingerprint_throughput.py), join
+(bench/join_scale.py: 1M-64M fingerprints against the plain band join), skew
+(bench/skew.py: the job on a template's pages, exact copies and a hot key), scaling
+(bench/scaling_table.py: the cost model checked against counted candidates; a full run also
+rewrites the generated part of docs/scaling.md), pipeline (bench/pipeline_throughput.py).
+
+Hook for the whole-pipeline benchmark: if bench/pipeline_throughput.py defines
+`run_all_section(quick: bool, repeats: int) -> list[str]` (markdown lines, its own heading
+included), its lines go into RESULTS.md as section 4; until then the section says so.
 
 Needs the `bench` extra (`pip install -e .[bench]`: the `simhash` and `rjieba` packages),
 `pip` and `apt-get` reachable for the corpora (see bench/corpora.py), Java 17 for Spark.
@@ -24,6 +35,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+import scale_sections  # bench/scale_sections.py: the join, skew, scaling and pipeline sections
 from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +43,7 @@ BENCH = ROOT / "bench"
 
 TARGET_ZH = 15.0  # MB/s per core, with jieba's segmentation (issue 3)
 TARGET_EN = 30.0
+SECTIONS = ("fingerprint", "join", "skew", "pipeline", "scaling")
 
 
 def versions(*names: str) -> str:
@@ -219,11 +232,88 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-index", action="store_true",
                         help="also run bench/index_lookup.py (tens of minutes; writes bench/RESULTS-index.md)")
     parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
+    parser.add_argument("--join-sizes", default=None, help="bench/join_scale.py --sizes (default 1M,4M,16M,64M)")
+    parser.add_argument("--driver-memory", default="8g", help="Spark driver memory of the join and skew runs")
     args = parser.parse_args(argv)
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
 
     started = time.perf_counter()
     load_start = os.getloadavg()
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body: list[str] = []
+    timings: dict[str, float] = {}
+    if "fingerprint" in sections:
+        t0 = time.perf_counter()
+        lines = fingerprint_run(args)
+        if lines is None:
+            return 1
+        body += lines
+        timings["fingerprint"] = time.perf_counter() - t0
+    join_report = None
+    if "join" in sections:
+        t0 = time.perf_counter()
+        join_report, lines = scale_sections.join_run(args)
+        body += lines
+        timings["join"] = time.perf_counter() - t0
+    if "skew" in sections:
+        t0 = time.perf_counter()
+        body += scale_sections.skew_run(args)
+        timings["skew"] = time.perf_counter() - t0
+    if "pipeline" in sections:
+        t0 = time.perf_counter()
+        body += scale_sections.pipeline_run(args)
+        timings["pipeline"] = time.perf_counter() - t0
+    if "scaling" in sections:
+        t0 = time.perf_counter()
+        body += scale_sections.scaling_run(args, join_report)
+        timings["scaling"] = time.perf_counter() - t0
+
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `bench/run_all.py{' --quick' if args.quick else ''}"
+        f"{'' if args.sections == ','.join(SECTIONS) else ' --sections ' + args.sections}` on {when}, "
+        f"commit {git_commit()}, in {time.perf_counter() - started:.0f} s "
+        f"({', '.join(f'{name} {secs:.0f} s' for name, secs in timings.items())}).",
+        "",
+        "| machine | |",
+        "|---|---|",
+        f"| CPU | {cpu_model()} |",
+        f"| cores seen | {os.cpu_count()} |",
+        f"| memory | {_memory_gb():.0f} GB |",
+        f"| load average at start (1 / 5 / 15 min) | {_load(list(load_start))} |",
+        f"| OS | {platform.platform()} |",
+        f"| Python | {platform.python_version()} |",
+        f"| packages | {versions('pyspark', 'jieba', 'rjieba', 'simhash', 'xxhash', 'numpy', 'pyarrow', 'selectolax', 'opencc')} |",
+        "",
+        "The machine is shared (other processes ran alongside; see the load averages), so single "
+        "figures are noisy: baselines run in the same invocation, interleaved with ours, and the "
+        "ratios are what to compare.",
+        "",
+        *body,
+    ]
+    args.results.write_text("\n".join(lines))
+    print(f"run_all: wrote {args.results} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return 0
+
+
+def _memory_gb() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def fingerprint_run(args: argparse.Namespace) -> list[str] | None:
+    """Section 1 (bench/fingerprint_throughput.py) and the index note; None if it failed."""
     fp_args = ["--repeats", str(args.repeats)] + (["--quick"] if args.quick else []) + (
         ["--no-spark"] if args.no_spark else [])
     command = " ".join(["bench/fingerprint_throughput.py", *fp_args])
@@ -234,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if result.returncode != 0:
         print("run_all: bench/fingerprint_throughput.py failed (its messages are above)", file=sys.stderr)
-        return result.returncode
+        return None
     report = json.loads(result.stdout)
 
     index_note = []
@@ -247,31 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         index_note = ["Index lookup against a persistent index: `bench/RESULTS-index.md` "
                       "(not rerun here; `bench/run_all.py --with-index` runs it too).", ""]
 
-    lines = [
-        "# Benchmarks",
-        "",
-        f"Written by `bench/run_all.py{' --quick' if args.quick else ''}` on {when}, commit {git_commit()}, "
-        f"in {time.perf_counter() - started:.0f} s.",
-        "",
-        "| machine | |",
-        "|---|---|",
-        f"| CPU | {cpu_model()} |",
-        f"| cores seen | {os.cpu_count()} |",
-        f"| load average at start (1 / 5 / 15 min) | {_load(list(load_start))} |",
-        f"| OS | {platform.platform()} |",
-        f"| Python | {platform.python_version()} |",
-        f"| packages | {versions('pyspark', 'jieba', 'rjieba', 'simhash', 'xxhash', 'numpy', 'selectolax', 'opencc')} |",
-        "",
-        "The machine is shared (other processes ran alongside; see the load averages), so single "
-        "figures are noisy: baselines run in the same invocation, interleaved with ours, and the "
-        "ratios are what to compare.",
-        "",
-        *fingerprint_section(report, command),
-        *index_note,
-    ]
-    args.results.write_text("\n".join(lines))
-    print(f"run_all: wrote {args.results} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    return 0
+    return [*fingerprint_section(report, command), *index_note]
 
 
 if __name__ == "__main__":

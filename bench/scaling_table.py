@@ -15,9 +15,9 @@ Each count sorts the keys and sums C(run, 2). Where the model expects fewer than
 Poisson noise alone is over 5%, so the 20% criterion is judged only above that.
 
 Cluster size for the chosen plan at each N: the model's cost (`PlanCost.cost`, core-
-microseconds by `bands`' constants) times a calibration factor, the median of measured
-core-seconds over modelled ones among bench/join_scale.py's runs of ours (--join-json; 1
-without it). Cores for a one-hour join, executors of 8 cores and 32 GB, and shuffle disk of
+microseconds by `bands`' constants) times a calibration factor, measured core-seconds over
+modelled ones for ours at the largest size bench/join_scale.py ran (--join-json; 1 without
+it). Cores for a one-hour join, executors of 8 cores and 32 GB, and shuffle disk of
 twice the shuffle bytes (map output plus the sort's spill) follow; see `cluster_ask`.
 
 Prints a JSON document on stdout (for bench/run_all.py); with --write, replaces the
@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -114,9 +113,11 @@ def calibration(join_report: dict | None) -> dict:
             modelled = bands.plan_cost(e["n"], K, e["plan"]["blocks"]).cost * 1e-6
             ratios.append({"n": e["n"], "measured_core_s": 2 * r["median_s"], "modelled_core_s": modelled,
                            "ratio": 2 * r["median_s"] / modelled})
-    factor = statistics.median([r["ratio"] for r in ratios]) if ratios else 1.0
-    source = (f"the median of measured / modelled core-seconds over {len(ratios)} sizes of bench/join_scale.py"
-              if ratios else "the model's constants as they are (no measurements given)")
+    # The largest size: at small ones Spark's fixed costs (stages, task start-up) dominate.
+    largest = max(ratios, key=lambda r: r["n"]) if ratios else None
+    factor = largest["ratio"] if largest else 1.0
+    source = (f"measured / modelled core-seconds of ours at {fmt_n(largest['n'])}, the largest size "
+              "bench/join_scale.py ran" if largest else "the model's constants as they are (no measurements given)")
     return {"factor": factor, "source": source, "runs": ratios}
 
 
