@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/extractors.py [--repeats 3] [--quick] [--out docs/extraction.md]
 
-Writes docs/extraction.md (and prints its table). Needs the real pages in ../shared/data/web
-and the bench extras (`pip install -e '.[bench]'`: resiliparse, readability-lxml; trafilatura
-is a dependency of the job itself).
+Writes docs/extraction.md (and prints it); about 10 minutes. Needs the real pages in
+../shared/data/web and the bench extra (`pip install -e '.[bench]'`: readability-lxml;
+trafilatura and resiliparse are dependencies of the job itself).
 
 Pages (`load_pages`):
 - aeb: 181 news and blog pages with their article text (`ground-truth.json`, `articleBody`).

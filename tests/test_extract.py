@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from simhash_udf import extract as extract_module
+from simhash_udf.config import ConfigError, DedupeConfig
 from simhash_udf.extract import extract, extract_text
 from simhash_udf.fingerprint import fingerprint, hamming
 from simhash_udf.text import html_to_text, normalise
@@ -75,6 +76,18 @@ def test_all_is_todays_visible_text() -> None:
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="main"):
         extract_text("<p>x</p>", "readable")
+    with pytest.raises(ConfigError, match="extract"):
+        DedupeConfig(html=True, extract="readable")
+
+
+def test_an_index_records_the_extract_mode_of_html_runs_only() -> None:
+    # Fingerprints of main content and of all visible text are not comparable; plain-text
+    # runs keep the settings of indexes made before --extract existed (no key: None).
+    from simhash_udf.index_run import fingerprint_settings
+
+    assert fingerprint_settings(DedupeConfig(html=True))["extract"] == "main"
+    assert fingerprint_settings(DedupeConfig(html=True, extract="all"))["extract"] == "all"
+    assert fingerprint_settings(DedupeConfig(extract="all"))["extract"] is None
 
 
 def test_main_falls_back_to_all_visible_text_when_it_finds_no_article() -> None:
@@ -209,6 +222,7 @@ def test_the_job_fingerprints_the_extracted_text_in_both_modes(spark, dedupe_mai
     assert gap["main"] < gap["all"], gap
 
 
+@pytest.mark.spark
 def test_extract_without_html_input_is_a_command_line_error(spark, dedupe_main, tmp_path, capsys) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text('{"id": 1, "text": "plain text"}\n', encoding="utf-8")
