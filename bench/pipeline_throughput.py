@@ -26,7 +26,8 @@ Methods, one after another in every repeat, in one local[2] Spark session (2 GB 
   It does less than ours (no exact keys, no components, no statuses or report), so the
   ratio flatters it.
 Figures: wall seconds from `main` (or the baseline's plan) to the last output written,
-median of --repeats; documents per second per core = documents / median / 2.
+median of --repeats, after one warm-up run of every method on 20 documents; documents per
+second per core = documents / median / 2.
 """
 
 from __future__ import annotations
@@ -171,33 +172,52 @@ def measure(args: argparse.Namespace) -> dict:
                 methods["ours, --segmenter jieba"] = lambda: dedupe_main(
                     [*job, "--segmenter", "jieba", "--output", str(out / "ours-jieba"), "--log-level", "WARNING"],
                     spark=spark)
-            # A small warm-up: Python workers started, dictionaries loaded, in neither's time.
-            spark.read.json(str(path)).limit(20).write.mode("overwrite").format("noop").save()
+            # A warm-up on the first 20 documents, every method once: Python workers started,
+            # modules imported and dictionaries loaded (rjieba, jieba, IDF tables, OpenCC) in
+            # no method's time; otherwise the first method timed pays for all of them.
+            warm = CACHE / f"warm-{corpus.name}.jsonl"
+            warm.write_text("".join(path.read_text("utf-8").splitlines(keepends=True)[:20]), "utf-8")
+            warm_job = [a if a != str(path) else str(warm) for a in job]
+            with contextlib.redirect_stdout(sys.stderr):
+                dedupe_main([*warm_job, "--output", str(out / "warm"), "--log-level", "WARNING"], spark=spark)
+                if not corpus.html:
+                    dedupe_main([*warm_job, "--segmenter", "jieba", "--output", str(out / "warm"),
+                                 "--log-level", "WARNING"], spark=spark)
+                recipe_pipeline(spark, str(warm), str(out / "warm-recipe"), corpus.html)
             runs: dict[str, list[float]] = {name: [] for name in methods}
             outcome: dict[str, object] = {}
+            failures: dict[str, list[str]] = {}
             for repeat in range(args.repeats):
                 for name, run in methods.items():
                     start = time.perf_counter()
-                    with contextlib.redirect_stdout(sys.stderr):  # the job prints its summary
-                        outcome[name] = run()
+                    try:
+                        with contextlib.redirect_stdout(sys.stderr):  # the job prints its summary
+                            outcome[name] = run()
+                    except Exception as error:  # noqa: BLE001 - a failed run is a result too
+                        failures.setdefault(name, []).append(str(error).strip().splitlines()[0][:300])
+                        print(f"pipeline_throughput: {corpus.name} {name} run {repeat + 1} failed: "
+                              f"{failures[name][-1]}", file=sys.stderr)
+                        continue
                     runs[name].append(time.perf_counter() - start)
                     print(f"pipeline_throughput: {corpus.name} {name} run {repeat + 1}: "
                           f"{runs[name][-1]:.1f} s", file=sys.stderr)
-            ours_report = json.loads((out / "ours" / "report.json").read_text())
+            report_file = out / "ours" / "report.json"
+            ours_report = json.loads(report_file.read_text()) if report_file.exists() else {"counts": {}, "join": {}}
             report["corpora"][corpus.name] = {
                 "source": corpus.source, "html": corpus.html, "documents": n,
                 "mb": path.stat().st_size / 1e6,
                 "methods": {
                     name: {"wall_s": [round(s, 2) for s in secs],
-                           "docs_per_s_per_core": n / statistics.median(secs) / CORES}
+                           "docs_per_s_per_core": n / statistics.median(secs) / CORES if secs else None,
+                           "failed_runs": failures.get(name, [])}
                     for name, secs in runs.items()
                 },
-                "ours_exit": outcome["ours"],
+                "ours_exit": outcome.get("ours"),
                 "ours_counts": {
                     **{k: v for k, v in ours_report["counts"].items() if isinstance(v, int)},
-                    "verified_pairs": ours_report["join"]["verified_pairs"],
+                    "verified_pairs": ours_report["join"].get("verified_pairs", 0),
                 },
-                "recipe_counts": outcome["recipe + plain join"],
+                "recipe_counts": outcome.get("recipe + plain join") or {"pairs": 0, "kept": 0},
             }
             shutil.rmtree(out, ignore_errors=True)
     finally:
@@ -217,10 +237,11 @@ def table(report: dict) -> list[str]:
         label = "Chinese (People's Daily)" if name == "zh" else "English (Python manual, HTML)"
         ours = c["methods"]["ours"]["docs_per_s_per_core"]
         for method, r in c["methods"].items():
-            ratio = "" if method == "ours" else f"{ours / r['docs_per_s_per_core']:.2f}x"
-            runs = ", ".join(f"{s:.1f}" for s in r["wall_s"])
+            rate = r["docs_per_s_per_core"]
+            ratio = "" if method == "ours" or not (ours and rate) else f"{ours / rate:.2f}x"
+            runs = ", ".join([f"{s:.1f}" for s in r["wall_s"]] + ["failed"] * len(r.get("failed_runs", [])))
             lines.append(f"| {label} | {c['documents']:,} | {c['mb']:.1f} | {method} | "
-                         f"{r['docs_per_s_per_core']:.1f} | {runs} | {ratio} |")
+                         f"{f'{rate:.1f}' if rate else '-'} | {runs} | {ratio} |")
     return lines
 
 
@@ -258,6 +279,10 @@ def section(quick: bool, repeats: int | None = None) -> list[str]:
             "documents", "kept", "exact_duplicates", "near_duplicates", "verified_pairs"))
         lines.append(f"- {name}: ours' report: {shown or counts}; recipe: {c['recipe_counts']['pairs']:,} pairs, "
                      f"{c['recipe_counts']['kept']:,} documents kept.")
+    failed = [(name, method, message) for name, c in report["corpora"].items()
+              for method, r in c["methods"].items() for message in r.get("failed_runs", [])]
+    for name, method, message in failed:
+        lines.append(f"- {name}, {method}: a run failed: `{message}`")
     lines.append("")
     return lines
 
