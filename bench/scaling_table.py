@@ -75,6 +75,19 @@ def _judge(predicted: float, counted: int) -> dict:
             "within_20pct": abs(error) <= 0.2 if judged else None}
 
 
+def _counted(data: synthetic.Synthetic, fps: object, masks: list[int]) -> int:
+    """shared_key_pairs, cached beside the data by the masks (the counts are deterministic)."""
+    import hashlib
+
+    key = hashlib.sha1(",".join(map(str, masks)).encode()).hexdigest()[:16]
+    path = data.folder / f"shared-{key}.json"
+    if path.exists():
+        return int(json.loads(path.read_text())["pairs"])
+    pairs = shared_key_pairs(fps, masks)
+    path.write_text(json.dumps({"masks": len(masks), "pairs": pairs}))
+    return pairs
+
+
 def validate(sizes: list[int], seed: int = 1) -> list[dict]:
     """The model's expectations against counts, on random fingerprints (see the docstring)."""
     out = []
@@ -86,14 +99,14 @@ def validate(sizes: list[int], seed: int = 1) -> list[dict]:
             plan = bands.BandPlan(K, blocks)
             cost = bands.plan_cost(n, K, blocks)
             table_masks = [plan.table_mask(t) for t in range(plan.n_tables)]
+            compared = ours_compared_masks(n, blocks)
             row = {"n": n, "blocks": blocks, "tables": plan.n_tables, "chosen": blocks == chosen}
             if hasattr(cost, "bucket_pairs"):
-                row["bucket_pairs"] = _judge(cost.bucket_pairs, shared_key_pairs(fps, table_masks))
-                compared = ours_compared_masks(n, blocks)
+                row["bucket_pairs"] = _judge(cost.bucket_pairs, _counted(data, fps, table_masks))
                 if compared is not None:
-                    row["candidates"] = _judge(cost.random_candidates, shared_key_pairs(fps, compared))
+                    row["candidates"] = _judge(cost.random_candidates, _counted(data, fps, compared))
             else:  # a one-level model: its candidates are the bucket pairs
-                row["bucket_pairs"] = _judge(cost.random_candidates, shared_key_pairs(fps, table_masks))
+                row["bucket_pairs"] = _judge(cost.random_candidates, _counted(data, fps, table_masks))
             out.append(row)
             print(f"scaling_table: {fmt_n(n)} B={blocks}: "
                   + "; ".join(f"{name} predicted {v['predicted']:,.0f}, counted {v['counted']:,} ({v['error']:+.1%})"

@@ -1,6 +1,7 @@
 """Benchmark: the whole job on skewed input (a template's pages, exact copies, a hot key).
 
-    .venv/bin/python bench/skew.py [--quick] [--n 1000000] [--timeout 900] [--driver-memory 4g]
+    .venv/bin/python bench/skew.py [--quick] [--n 1000000] [--timeout 600] [--driver-memory 4g]
+                                   [--runs template:no-pairs,template:pairs,hot-key:no-pairs]
 
 Prints a JSON document on stdout (for bench/run_all.py) and a summary on stderr.
 
@@ -16,14 +17,16 @@ copies are documents with ids and every stage after fingerprinting runs as in pr
 - `hot-key`: the same, but the 100k template pages have distinct fingerprints that agree on
   the template's 44 high bits and vary at random in the low 20: every band table whose key
   lies in the high bits puts all 100k in one bucket (5 billion candidate pairs per such
-  table in a join that expands buckets). They are one component w.h.p.: each has ~130
-  neighbours within 3 bits among the others.
+  table in a join that expands buckets). At 1M documents they are one component: each has
+  ~130 neighbours within 3 bits among the others (fewer at smaller --n, where they split).
 
-Each scenario runs with `--no-pairs` and without, each in a fresh process bounded by
---timeout (a run that exceeds it is killed and reported as such); wall time and peak memory
+The template runs with `--no-pairs` and without, the hot key with `--no-pairs` (--runs),
+each in a fresh process bounded by --timeout (a run that exceeds it is killed and reported as such); wall time and peak memory
 (the summed resident set of the process tree: driver JVM and Python workers). Checks, on the
-job's clusters/: the template's pages are one cluster, the copies are one cluster; and the
-report's hot buckets are printed. For comparison, each scenario's distinct fingerprints also
+job's clusters/: the template's pages are clustered exactly as their connected components
+under "within 3 bits", computed here apart from the job (`template_components`: one
+component for the template; for the hot key, scipy on the graph of all pairs within 3 bits),
+and the copies are one cluster; the report's hot buckets are printed. For comparison, each scenario's distinct fingerprints also
 go through the one-level Spark SQL join alone (`join.sql_near_duplicate_pairs`, the join
 before the two-level kernel; a self-join per table that expands every bucket into all its
 pairs), bounded by the same timeout.
@@ -54,7 +57,42 @@ CACHE = ROOT / "build" / "bench-cache" / "skew"
 TEMPLATE_PAGES = 100_000
 COPIES = 10_000
 HOT_KEY_FREE_BITS = 20
-FORMAT = 1
+FORMAT = 2
+DEFAULT_RUNS = "template:no-pairs,template:pairs,hot-key:no-pairs"
+
+
+def template_components(pages: np.ndarray, scenario: str, k: int = 3) -> np.ndarray:
+    """The connected components of the template's pages under "within k bits", computed
+    here apart from the job: a label per page (0..components - 1).
+
+    template: every page is within 2 bits of the template, which is itself a page, so one
+    component. hot-key: pages differ only in the low HOT_KEY_FREE_BITS bits; every page's
+    neighbours are found by XOR with each mask of 1..k of those bits, looked up in a table
+    of the 2^20 values, and scipy labels the components of that graph.
+    """
+    if scenario == "template":
+        return np.zeros(len(pages), dtype=np.int64)
+    from itertools import combinations
+
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    size = 1 << HOT_KEY_FREE_BITS
+    free = (pages & np.uint64(size - 1)).astype(np.int64)
+    index_of = np.full(size, -1, dtype=np.int64)
+    index_of[free] = np.arange(len(free))
+    masks = np.array([sum(1 << b for b in bits) for d in range(1, k + 1)
+                      for bits in combinations(range(HOT_KEY_FREE_BITS), d)], dtype=np.int64)
+    rows, cols = [], []
+    for start in range(0, len(masks), 64):
+        neighbour = index_of[free[:, None] ^ masks[None, start:start + 64]]
+        i, j = np.nonzero(neighbour >= 0)
+        rows.append(i)
+        cols.append(neighbour[i, j])
+    rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
+    graph = coo_matrix((np.ones(len(rows_a), dtype=np.int8), (rows_a, cols_a)), shape=(len(free), len(free)))
+    _, labels = connected_components(graph, directed=False)
+    return labels.astype(np.int64)
 
 
 def make_input(scenario: str, n: int, seed: int = 7) -> Path:
@@ -86,7 +124,11 @@ def make_input(scenario: str, n: int, seed: int = 7) -> Path:
     ids = np.arange(n, dtype=np.int64)
     order = rng.permutation(n)  # spread the hot rows over the input's partitions
     pq.write_table(pa.table({"id": ids[order], "fingerprint": fingerprints[order]}), path, row_group_size=1 << 20)
+    labels = template_components(pages, scenario)
+    pq.write_table(pa.table({"id": np.arange(template_pages, dtype=np.int64), "label": labels}),
+                   folder / "template_truth.parquet")
     meta = {"scenario": scenario, "n": n, "template_pages": template_pages, "copies": copies,
+            "template_truth_components": int(labels.max() + 1),
             "template_ids": [0, template_pages - 1], "copy_ids": [template_pages, template_pages + copies - 1],
             "distinct_template_fingerprints": int(len(np.unique(pages)))}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
@@ -205,7 +247,12 @@ def check(folder: Path, output: Path) -> dict:
     copies = clusters[(clusters["id"] >= lo) & (clusters["id"] <= hi)]
     report = json.loads((output / "report.json").read_text())
     join = report.get("join", {})
+    truth = pq.read_table(folder / "template_truth.parquet").to_pandas().merge(template, on="id")
+    combined = truth.groupby(["label", "cluster_id"], dropna=False).ngroups
+    matches = combined == truth["label"].nunique() == truth["cluster_id"].nunique(dropna=False)
     return {
+        "template_truth_components": meta["template_truth_components"],
+        "template_clusters_match_truth": bool(matches and len(truth) == meta["template_pages"]),
         "template_clusters": int(template["cluster_id"].nunique(dropna=False)),
         "template_rows": int(len(template)),
         "copy_clusters": int(copies["cluster_id"].nunique(dropna=False)),
@@ -222,10 +269,12 @@ def check(folder: Path, output: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="200k documents (20k template pages, 2k copies)")
-    parser.add_argument("--n", type=int, default=None, help="documents (default 1,000,000; --quick 200,000)")
-    parser.add_argument("--scenarios", default="template,hot-key")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds one job may run before it is killed")
+    parser.add_argument("--quick", action="store_true", help="100k documents (10k template pages, 1k copies)")
+    parser.add_argument("--n", type=int, default=None, help="documents (default 1,000,000; --quick 100,000)")
+    parser.add_argument("--runs", default=DEFAULT_RUNS,
+                        help="scenario:pairs|no-pairs runs, comma-separated (the hot key's pairs/ run is left "
+                        "out by default: it only adds the writing of its summary edges, for minutes)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds one job may run before it is killed")
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--no-sql-join", action="store_true", help="skip today's one-level SQL join on each scenario")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -236,20 +285,27 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
     if args.join_worker:
         return join_worker(args)
-    n = args.n or (200_000 if args.quick else 1_000_000)
+    n = args.n or (100_000 if args.quick else 1_000_000)
     report: dict = {"n": n, "timeout_s": args.timeout, "driver_memory": args.driver_memory,
                     "load_start": os.getloadavg(), "runs": []}
     started = time.perf_counter()
-    for scenario in args.scenarios.split(","):
+    runs: dict[str, list[bool]] = {}
+    for item in args.runs.split(","):
+        scenario, _, mode = item.strip().partition(":")
+        if scenario not in ("template", "hot-key") or mode not in ("pairs", "no-pairs"):
+            parser.error(f"--runs: {item!r} is not template|hot-key:pairs|no-pairs")
+        runs.setdefault(scenario, []).append(mode == "pairs")
+    for scenario, modes in runs.items():
         folder = make_input(scenario, n)
         meta = json.loads((folder / "meta.json").read_text())
-        for pairs in (False, True):
+        for pairs in modes:
             result = run_job(folder, pairs, args.driver_memory, args.timeout)
             result.update(scenario=scenario, pairs=pairs, input=meta)
             report["runs"].append(result)
             print(f"skew: {scenario} {'with pairs' if pairs else '--no-pairs'}: {result['status']}, "
                   f"{result['wall_s']:.0f} s, peak RSS {result['peak_rss'] / 2**20:,.0f} MB; template in "
-                  f"{result.get('template_clusters')} cluster(s), copies in {result.get('copy_clusters')}; "
+                  f"{result.get('template_clusters')} cluster(s) (truth {result.get('template_truth_components')}, "
+                  f"partition equal: {result.get('template_clusters_match_truth')}), copies in {result.get('copy_clusters')}; "
                   f"hot buckets {result.get('hot_buckets')}", file=sys.stderr)
         if not args.no_sql_join:
             result = run_sql_join(folder, args.driver_memory, args.timeout)
