@@ -193,8 +193,9 @@ def markdown(report: dict) -> list[str]:
             "",
             f"Chosen: B = {target['chosen_blocks']}, {chosen['tables']} tables. Its modelled cost is "
             f"{share:.0%} band rows (shuffle and sorts) and {1 - share:.0%} candidates. For a join of about "
-            f"{JOIN_HOURS:.0f} hour: {ask['core_hours']:,.1f} core-hours, so {ask['cores']:,} cores = "
-            f"{ask['executors']:,} executors of {ask['executor']} ({ask['memory_gb']:,} GB in all), "
+            f"{JOIN_HOURS:.0f} hour: {ask['core_hours']:,.1f} core-hours, so {ask['cores']:,} "
+            f"core{'s' if ask['cores'] != 1 else ''} = {ask['executors']:,} executor{'s' if ask['executors'] != 1 else ''} "
+            f"of {ask['executor']} ({ask['memory_gb']:,} GB in all), "
             f"{ask['shuffle_disk_gb']:,.0f} GB of shuffle disk across them"
             + (f", {ask['shuffle_partitions']:,} shuffle partitions" if ask.get("shuffle_partitions") else "") + ".",
             "",
