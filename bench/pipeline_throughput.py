@@ -16,7 +16,9 @@ its middle) cut out:
 Methods, one after another in every repeat, in one local[2] Spark session (2 GB driver):
 - ours: `jobs/dedupe.py`'s `main` (the real job: read, check, normalise, exact keys,
   fingerprints, the band join, components, clusters/, pairs/, deduped/, report.json), with
-  its defaults (`--segmenter rjieba`); for Chinese also with `--segmenter jieba`;
+  its defaults (`--segmenter rjieba`, `--extract main` for HTML); for Chinese also with
+  `--segmenter jieba`, for English also with `--extract all` (all visible text, the same
+  `html_to_text` as the recipe: the difference is then the fingerprints and the join);
 - recipe + plain join: the same input through the blog post's recipe (bench/recipe.py, as
   a pandas UDF; the English text extracted by the same `html_to_text` first), the plain
   band self-join of bench/join_scale.py (four 16-bit bands, an equality join per band,
@@ -168,10 +170,12 @@ def measure(args: argparse.Namespace) -> dict:
                 "ours": lambda: dedupe_main([*job, "--output", str(out / "ours"), "--log-level", "WARNING"], spark=spark),
                 "recipe + plain join": lambda: recipe_pipeline(spark, str(path), str(out / "recipe"), corpus.html),
             }
-            if not corpus.html:
-                methods["ours, --segmenter jieba"] = lambda: dedupe_main(
-                    [*job, "--segmenter", "jieba", "--output", str(out / "ours-jieba"), "--log-level", "WARNING"],
-                    spark=spark)
+            # The variant that isolates one stage: Chinese with the Python jieba; English with
+            # all visible text (the recipe's html_to_text) instead of main-content extraction.
+            variant = ["--segmenter", "jieba"] if not corpus.html else ["--extract", "all"]
+            variant_name = f"ours, {' '.join(variant)}"
+            methods[variant_name] = lambda: dedupe_main(
+                [*job, *variant, "--output", str(out / "ours-variant"), "--log-level", "WARNING"], spark=spark)
             # A warm-up on the first 20 documents, every method once: Python workers started,
             # modules imported and dictionaries loaded (rjieba, jieba, IDF tables, OpenCC) in
             # no method's time; otherwise the first method timed pays for all of them.
@@ -180,9 +184,8 @@ def measure(args: argparse.Namespace) -> dict:
             warm_job = [a if a != str(path) else str(warm) for a in job]
             with contextlib.redirect_stdout(sys.stderr):
                 dedupe_main([*warm_job, "--output", str(out / "warm"), "--log-level", "WARNING"], spark=spark)
-                if not corpus.html:
-                    dedupe_main([*warm_job, "--segmenter", "jieba", "--output", str(out / "warm"),
-                                 "--log-level", "WARNING"], spark=spark)
+                dedupe_main([*warm_job, *variant, "--output", str(out / "warm"), "--log-level", "WARNING"],
+                            spark=spark)
                 recipe_pipeline(spark, str(warm), str(out / "warm-recipe"), corpus.html)
             runs: dict[str, list[float]] = {name: [] for name in methods}
             outcome: dict[str, object] = {}
@@ -264,7 +267,8 @@ def section(quick: bool, repeats: int | None = None) -> list[str]:
         "Input: JSON Lines (`id`, `text`) of the two corpora above plus a near-copy of every tenth "
         "document (one sentence cut from its middle). **ours** = `jobs/dedupe.py` `main` in local[2] "
         "with its defaults (k = 3), from reading the input to clusters/, pairs/, deduped/ and "
-        "report.json written; for Chinese also with `--segmenter jieba`. **recipe + plain join** = "
+        "report.json written; for Chinese also with `--segmenter jieba`, for English also with "
+        "`--extract all` (the recipe's `html_to_text` instead of main-content extraction). **recipe + plain join** = "
         "the blog recipe's fingerprints as a pandas UDF, the plain 4 x 16-bit band self-join + "
         "`DISTINCT`, and the simplest keep rule, writing pairs/ and deduped/ (it does less than ours: "
         "no exact keys, components, statuses or report). Documents/s per core = documents / median "
