@@ -29,7 +29,7 @@ component for the template; for the hot key, scipy on the graph of all pairs wit
 and the copies are one cluster; the report's hot buckets are printed. For comparison, each scenario's distinct fingerprints also
 go through the one-level Spark SQL join alone (`join.sql_near_duplicate_pairs`, the join
 before the two-level kernel; a self-join per table that expands every bucket into all its
-pairs), bounded by the same timeout.
+pairs), bounded by --sql-timeout.
 """
 
 from __future__ import annotations
@@ -277,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds one job may run before it is killed")
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--no-sql-join", action="store_true", help="skip today's one-level SQL join on each scenario")
+    parser.add_argument("--sql-timeout", type=float, default=300,
+                        help="seconds the one-level SQL join may run before it is killed (at 1M the hot key "
+                        "is 10 billion candidate pairs for it)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--join-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("job_args", nargs="*", help=argparse.SUPPRESS)
@@ -286,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.join_worker:
         return join_worker(args)
     n = args.n or (100_000 if args.quick else 1_000_000)
-    report: dict = {"n": n, "timeout_s": args.timeout, "driver_memory": args.driver_memory,
+    report: dict = {"n": n, "timeout_s": args.timeout, "sql_timeout_s": args.sql_timeout, "driver_memory": args.driver_memory,
                     "load_start": os.getloadavg(), "runs": []}
     started = time.perf_counter()
     runs: dict[str, list[bool]] = {}
@@ -308,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"partition equal: {result.get('template_clusters_match_truth')}), copies in {result.get('copy_clusters')}; "
                   f"hot buckets {result.get('hot_buckets')}", file=sys.stderr)
         if not args.no_sql_join:
-            result = run_sql_join(folder, args.driver_memory, args.timeout)
+            result = run_sql_join(folder, args.driver_memory, args.sql_timeout)
             result.update(scenario=scenario, input=meta)
             report.setdefault("sql_join", []).append(result)
             print(f"skew: {scenario}, today's SQL join alone: {result['status']}, {result['wall_s']:.0f} s "
