@@ -282,6 +282,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         print(report.explain(
             source.rows, config.k, config.blocks, fmt=source.format,
             fingerprint_col=bool(config.fingerprint_col), write_pairs=config.write_pairs,
+            verify_texts=config.verify.threshold is not None,
         ))
         return 0
     try:

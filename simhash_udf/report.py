@@ -159,10 +159,13 @@ def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[st
     }
 
 
-def run_stages(fmt: str | None, fingerprint_col: bool = False, write_pairs: bool = True) -> list[tuple[str, str]]:
+def run_stages(
+    fmt: str | None, fingerprint_col: bool = False, write_pairs: bool = True, verify_texts: bool = True
+) -> list[tuple[str, str]]:
     """The stages a run goes through, in order, as (name, what it does): the names are those
     of the progress lines and of `stage_seconds` in the report. fmt: the input format (None:
-    not known yet, the parse stage is listed as conditional)."""
+    not known yet, the parse stage is listed as conditional); verify_texts: the short-text
+    policy (`--verify`) is on, which runs only when the input has texts."""
     stages = [("read", "list the input files and read the schema")]
     if fmt in ("json", "csv"):
         stages.append(("parse", "parse every line once into the work folder"))
@@ -184,6 +187,10 @@ def run_stages(fmt: str | None, fingerprint_col: bool = False, write_pairs: bool
         ("verify", "band join: shuffle band rows by (table, key), then per partition in numpy sub-blocks, "
          "candidates verified by popcount, hot buckets summarised"),
         ("candidates", "read the join's counts: candidate pairs, largest and hot buckets"),
+    ]
+    if verify_texts and not fingerprint_col:
+        stages.append(("verify_texts", "pairs of short texts: keep those whose shingles' Jaccard reaches --verify"))
+    stages += [
         ("components", "connected components, one line per round"),
         ("clusters", "write clusters/"),
     ]
@@ -201,10 +208,11 @@ def explain(
     fmt: str | None = None,
     fingerprint_col: bool = False,
     write_pairs: bool = True,
+    verify_texts: bool = True,
 ) -> str:
     """Every band plan for n fingerprints at threshold k, as a text table, the chosen one
     marked, the candidate pairs to expect from it and the stages the run would go through:
-    what `--explain` prints (fmt, fingerprint_col, write_pairs: see `run_stages`)."""
+    what `--explain` prints (fmt, fingerprint_col, write_pairs, verify_texts: see `run_stages`)."""
     chosen = bands.choose_plan(n, k, blocks)
     # The chosen plan and a few wider ones: further rows only add tables.
     costs = [c for c in bands.plan_costs(max(n, 2), k) if c.blocks <= chosen.blocks + 3]
@@ -240,6 +248,6 @@ def explain(
         f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
         "it runs, and its time and rows at its end):"
     )
-    for name, what in run_stages(fmt, fingerprint_col, write_pairs):
+    for name, what in run_stages(fmt, fingerprint_col, write_pairs, verify_texts):
         lines.append(f"  {name:<22} {what}")
     return "\n".join(lines)
