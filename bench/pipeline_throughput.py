@@ -52,33 +52,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402  (module level: pandas_udf resolves the type hints here)
 
 from corpora import Corpus, CorpusError, peoples_daily, python_doc_html  # noqa: E402
+from join_scale import BASELINE_SQL  # noqa: E402  (the plain band join, as the join benchmark's baseline)
 
 CACHE = ROOT / "build" / "bench-cache" / "pipeline"
 CORES = 2
 K = 3
 # One near-copy for every this many documents.
 COPY_EVERY = 10
-
-# The plain band join: bench/join_scale.py's (H7's), when it is there, else the same SQL.
-try:
-    from join_scale import BASELINE_SQL  # noqa: E402
-except ImportError:  # pragma: no cover - join_scale.py is part of bench/
-    BASELINE_SQL = """
-WITH keys AS (
-  SELECT fingerprint, band, key
-  FROM fps LATERAL VIEW posexplode(array(
-    fingerprint & 65535,
-    shiftright(fingerprint, 16) & 65535,
-    shiftright(fingerprint, 32) & 65535,
-    shiftrightunsigned(fingerprint, 48))) t AS band, key
-)
-SELECT DISTINCT fp_a, fp_b, distance FROM (
-  SELECT a.fingerprint AS fp_a, b.fingerprint AS fp_b,
-         CAST(bit_count(a.fingerprint ^ b.fingerprint) AS INT) AS distance
-  FROM keys a JOIN keys b
-    ON a.band = b.band AND a.key = b.key AND a.fingerprint < b.fingerprint
-) WHERE distance <= {k}
-"""
 
 
 def near_copy(text: str) -> str:

@@ -186,10 +186,12 @@ def join_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
-    """`join_worker` in a fresh process, bounded by the timeout."""
-    command = [sys.executable, __file__, "--join-worker", "--driver-memory", memory, "--",
-               str(folder / "documents.parquet")]
+def run_bounded(command: list[str], timeout: float) -> tuple[dict, str | None]:
+    """Run a worker in a fresh process group, killed after `timeout` seconds.
+
+    Returns (wall time and peak memory of the process tree, with a `status` when it was
+    killed or failed; None when it ran to its end) and its stdout (None when killed).
+    """
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
     with TreeMemory(process.pid) as peak:
@@ -198,11 +200,22 @@ def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, 9)
             process.communicate()
-            return {"status": f"killed after the {timeout:.0f} s timeout", "wall_s": time.perf_counter() - started,
-                    "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm}
-    result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm}
-    if process.returncode != 0:
+            stdout = None
+    result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
+              "peak_python_workers_rss": peak.peak_python}
+    if stdout is None:
+        result["status"] = f"killed after the {timeout:.0f} s timeout"
+    elif process.returncode != 0:
         result["status"] = f"failed (exit {process.returncode})"
+    return result, stdout
+
+
+def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
+    """`join_worker` in a fresh process, bounded by the timeout."""
+    command = [sys.executable, __file__, "--join-worker", "--driver-memory", memory, "--",
+               str(folder / "documents.parquet")]
+    result, stdout = run_bounded(command, timeout)
+    if "status" in result:
         return result
     result.update(json.loads(stdout.strip().splitlines()[-1]), status="ok")
     return result
@@ -216,23 +229,10 @@ def run_job(folder: Path, pairs: bool, memory: str, timeout: float) -> dict:
     if not pairs:
         job_args.append("--no-pairs")
     command = [sys.executable, __file__, "--worker", "--driver-memory", memory, "--", *job_args]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    with TreeMemory(process.pid) as peak:
-        try:
-            stdout, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.communicate()
-            return {"status": f"killed after the {timeout:.0f} s timeout", "wall_s": time.perf_counter() - started,
-                    "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm}
-    wall = time.perf_counter() - started
-    result = {"wall_s": wall, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
-              "peak_python_workers_rss": peak.peak_python, "job_summary": stdout.strip()}
-    if process.returncode != 0:
-        result["status"] = f"failed (exit {process.returncode})"
+    result, stdout = run_bounded(command, timeout)
+    if "status" in result:
         return result
-    result["status"] = "ok"
+    result.update(job_summary=stdout.strip(), status="ok")
     result.update(check(folder, output))
     return result
 
