@@ -113,6 +113,47 @@ def test_short_text_policy_checks_only_short_pairs():
     assert passes(a, b).tolist() == [expected_01, False, True]
 
 
+def _figures(**changes) -> "quality.Figures":
+    base = dict(page_recall=0.5, page_recall_all=0.1, same_site=0, same_site_all=0, other_site=0,
+                other_site_all=0, pan13=0, unrelated=0, near_copy={0.01: 0.9, 0.03: 0.6},
+                non_dup={"en": 0.0, "zh": 0.005}, dup={"en": 0.01, "zh": 0.05},
+                auc={"en": 0.7, "zh": 0.6}, sts_rho={"STS-B-en": -0.5})
+    base.update(changes)
+    return quality.Figures(**base)
+
+
+@pytest.mark.parametrize("change", [{"same_site": 1}, {"other_site": 2}, {"same_site_all": 1},
+                                    {"other_site_all": 1}, {"pan13": 1}, {"unrelated": 3},
+                                    {"non_dup": {"en": 0.0, "zh": 0.011}}])
+def test_every_rail_counts_in_both_extraction_modes(change):
+    assert quality.rails_hold(_figures())
+    broken = _figures(**change)
+    assert not quality.rails_hold(broken)
+    assert quality.rails_cell(broken, _figures()).startswith("**no**")
+    # Holding at k but not at k + 1 is shown as such (and is not admissible in the verdict).
+    assert "not at k + 1" in quality.rails_cell(_figures(), broken)
+
+
+def test_a_variant_that_breaks_all_text_rails_at_k_plus_1_is_no_candidate():
+    base = _figures()
+    better = _figures(page_recall=0.9)
+    row = quality.Row("weighting", "weighting x", None)  # type: ignore[arg-type]
+    holds = quality.verdict("weighting", base, True, [(row, better, _figures(), True)])
+    assert "candidate to change the default" in holds
+    # Same figures at k, but one same-site pair of all-text pages merged at k + 1.
+    breaks = quality.verdict("weighting", base, True,
+                             [(row, better, _figures(same_site_all=1), False)])
+    assert "candidate" not in breaks and "weighting x (at k + 1: all text: 1 same-site" in breaks
+
+
+def test_other_site_frame_leaves_out_same_site_pairs_and_other_scripts():
+    pages = pd.DataFrame({"a": [0, 1, 2, 3], "group": ["other", "other", "other", "han"]})
+    same_site = pd.DataFrame({"a": [1], "b": [0]})  # either order
+    frame = quality.other_site_frame(pages, same_site)
+    assert sorted(zip(frame["a"], frame["b"])) == [(0, 2), (1, 2)]
+    assert not frame["exact"].any()
+
+
 def test_distance_histogram_and_score_bins():
     assert quality.distance_histogram(np.array([0, 2, 3, 5, 20]), ((0, 0), (1, 3), (4, 64))) == [
         0.2, 0.4, 0.4]
@@ -134,7 +175,9 @@ def test_quick_run_writes_every_section(shared_data, tmp_path):
                     "### Distance distribution", "### Graded pairs", "## Defaults",
                     "## How this was measured"):
         assert heading in doc
-    for row in ("page ↔ article recall", "same-site different articles merged",
+    for row in ("merged, main text: same-site / other-site pages",
+                "merged, all text: same-site / other-site pages", "at k + 1: main; all",
+                "page ↔ article recall", "same-site different articles merged",
                 "PAN-13 pairs sharing one passage merged", "sentence non-duplicates merged",
                 "STS-B-en: Spearman", "MinHashLSH", "simhash pkg", "**tokenizer**",
                 "**ngram**", "**weighting**", "**k**", "**min_features**"):
