@@ -17,7 +17,8 @@ sub-block.
 Skew: a run of more than `HOT_RUN_SIZE` members (a template's pages, all within a few bits)
 is never expanded into all its pairs. `summarise_run` finds a few anchors, links every member
 to the first anchor within k of it, links two anchor groups by one pair within k when any
-exists, and compares the members no anchor covers pairwise: the edges it returns are true
+exists, and searches the members no anchor covers by splitting the run again on the bits
+that vary in it (pigeonhole, recursively), never all pairs: the edges it returns are true
 pairs (distance <= k) whose connected components equal those of all the run's pairs, which is
 what the clusters need. Such runs are reported as hot, and their edges flagged `summarised`:
 the same edge can come from the hot runs of several tables, so only those need a `distinct`.
@@ -42,6 +43,9 @@ HOT_RUN_SIZE = 2000
 MAX_ANCHORS = 256
 # Rows x columns of one block of pairwise distances in a hot run (8 bytes each: 32 MB).
 PAIRWISE_BLOCK = 4_000_000
+# Groups of a hot run at most this big are compared pairwise (`_pairs_by_splitting`): below
+# it, splitting further costs more Python than the 32k comparisons it would save.
+SPLIT_BELOW = 256
 
 _K1 = np.uint64(0)
 
@@ -165,8 +169,9 @@ def summarise_run(
     within k of it joins its group with an edge to it. Two groups hold a pair within k only
     if their anchors are within 3k (triangle inequality), and only members within 2k of the
     other anchor can be in it; one such pair per pair of groups (not already connected) is
-    enough. After `max_anchors` anchors, the uncovered rest is compared pairwise with every
-    member (blocks of PAIRWISE_BLOCK distances), and each pair within k is an edge.
+    enough. When `max_anchors` anchors leave members uncovered (a run spread out rather than
+    around a centre), the run's pairs within k are found by `_pairs_by_splitting`, and those
+    joining two sets are edges.
     Returns (a, b, distance, comparisons): a, b uint64 arrays, distance uint8.
     """
     n = len(members)
@@ -244,18 +249,14 @@ def summarise_run(
                 if found is not None:
                     link(np.array([found[0]]), np.array([found[1]]))
 
-    rest = np.flatnonzero(uncovered)
-    if rest.size:
-        # Members no anchor covers: compared with every member, in blocks; of their pairs
-        # within k only those joining two sets are written.
-        step = max(1, PAIRWISE_BLOCK // n)
-        for start in range(0, rest.size, step):
-            block = rest[start : start + step]
-            dist = np.bitwise_count(members[block][:, None] ^ members[None, :])
-            comparisons += dist.size
-            rows, cols = np.nonzero(dist <= kk)
-            keep = cols != block[rows]
-            link(block[rows[keep]], cols[keep])
+    if np.any(uncovered):
+        # Members no anchor covers (a run whose members are spread out rather than around a
+        # centre): every pair within k of the run, found by splitting it on the bits that
+        # vary in it (`_pairs_by_splitting`, never all pairs); of those, only the ones
+        # joining two sets are written.
+        i_idx, j_idx, compared = _pairs_by_splitting(members, k)
+        comparisons += compared
+        link(i_idx, j_idx)
     if not ea:
         empty = np.empty(0, np.uint64)
         return empty, empty, np.empty(0, np.uint8), comparisons
@@ -265,6 +266,69 @@ def summarise_run(
         np.concatenate(ed).astype(np.uint8),
         comparisons,
     )
+
+
+def _split_masks(varying: int, parts: int) -> list[int]:
+    """The set bits of `varying` cut into `parts` masks of consecutive set bits, as equal
+    in size as they can be (empty masks left out)."""
+    bits = [bit for bit in range(64) if varying >> bit & 1]
+    masks = []
+    for chunk in np.array_split(np.asarray(bits, dtype=np.int64), parts):
+        if chunk.size:
+            masks.append(sum(1 << int(bit) for bit in chunk))
+    return masks
+
+
+def _pairs_by_splitting(members: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Index pairs (i, j) of distinct uint64 `members` whose components equal those of all
+    pairs within k, found without comparing all pairs; and the comparisons made.
+
+    Pigeonhole once more: two members of a set within k differ only in bits that vary in the
+    set; cut those bits into k + 1 masks and the two agree on one of them. So each group of
+    members equal on one mask is searched again, on the bits that still vary in it (fewer:
+    the mask's bits are now equal), until a group is small enough to compare pairwise
+    (`SPLIT_BELOW`) or varies in k bits or fewer (then all its pairs are within k, and a star
+    from its first member connects it). Every pair within k is found in some group; a pair
+    may be found more than once, and repeats are dropped.
+    """
+    kk = np.uint64(k)
+    found_i, found_j = [], []
+    comparisons = 0
+    stack = [np.arange(len(members))]
+    while stack:
+        idx = stack.pop()
+        if idx.size < 2:
+            continue
+        fps = members[idx]
+        varying = int(np.bitwise_or.reduce(fps ^ fps[0]))
+        if varying.bit_count() <= k:
+            found_i.append(np.full(idx.size - 1, idx[0]))
+            found_j.append(idx[1:])
+            continue
+        if idx.size <= SPLIT_BELOW:
+            dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
+            comparisons += idx.size * (idx.size - 1) // 2
+            rows, cols = np.nonzero(np.triu(dist <= kk, 1))
+            found_i.append(idx[rows])
+            found_j.append(idx[cols])
+            continue
+        for mask in _split_masks(varying, k + 1):
+            keys = fps & np.uint64(mask)
+            order = np.argsort(keys, kind="stable")
+            ordered = keys[order]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            ends = np.r_[starts[1:], ordered.size]
+            for start, end in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
+                stack.append(idx[order[start:end]])
+    if not found_i:
+        empty = np.empty(0, np.int64)
+        return empty, empty, comparisons
+    i_idx = np.concatenate(found_i).astype(np.int64)
+    j_idx = np.concatenate(found_j).astype(np.int64)
+    lo, hi = np.minimum(i_idx, j_idx), np.maximum(i_idx, j_idx)
+    codes = np.sort(lo * len(members) + hi)  # a sort, then neighbours: faster than np.unique here
+    unique = codes[np.r_[True, codes[1:] != codes[:-1]]]
+    return unique // len(members), unique % len(members), comparisons
 
 
 def _first_pair_within(

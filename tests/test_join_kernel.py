@@ -218,6 +218,26 @@ def test_summarise_run_links_groups_and_falls_back_to_pairwise():
         assert comparisons > 0
 
 
+@pytest.mark.parametrize("k, free_bits, n", [(3, 20, 6000), (2, 17, 4000), (4, 22, 5000)])
+def test_a_spread_out_hot_run_is_searched_without_comparing_all_pairs(k, free_bits, n):
+    """A hot key: members equal in their high bits and random in the low `free_bits` (no
+    centre, so anchors cover little). The components still equal brute force's, every edge
+    is a true pair, and the comparisons stay far below all pairs (they were above it when
+    the uncovered rest was compared with every member)."""
+    rng = np.random.default_rng(k * 100 + free_bits)
+    high = np.uint64(int(rng.integers(0, 2**63)) << free_bits & (2**64 - 1))
+    low = rng.choice(1 << free_bits, size=n, replace=False).astype(np.uint64)
+    members = high | low
+    expected = brute_force(members, k)
+    a, b, d, comparisons = summarise_run(members, k)
+    assert np.all(np.bitwise_count(a ^ b) == d) and np.all(d <= k) and np.all(a != b)
+    signed = [(min(x, y), max(x, y), int(z)) for x, y, z in zip(a.view(np.int64).tolist(), b.view(np.int64).tolist(), d)]
+    assert set(signed) <= expected
+    nodes = members.view(np.int64).tolist()
+    assert components(nodes, signed) == components(nodes, expected)
+    assert comparisons < n * (n - 1) // 2 / 4
+
+
 def test_empty_and_single_partitions():
     plan = KernelPlan.of(BandPlan(3, 4))
     out = join_partition(np.empty(0, np.int32), np.empty(0, np.int64), plan)
