@@ -324,24 +324,42 @@ def worker(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- the parent
 
-def run_method(method: str, data: synthetic.Synthetic, repeats: int, memory: str, timeout: float) -> dict:
-    """One method at one size in a fresh process; its figures and its memory peaks."""
-    command = [sys.executable, __file__, "--worker", method, "--input", str(data.fingerprints),
-               "--repeats", str(repeats), "--driver-memory", memory, "--partitions", str(partitions_for(data.n))]
+def run_bounded(command: list[str], timeout: float) -> tuple[dict, str | None]:
+    """Run a worker in a fresh process group, killed after `timeout` seconds.
+
+    Returns (wall time and peak memory of the process tree, with a `status` when it was
+    killed or failed; None when it ran to its end) and its stdout (None when killed).
+    """
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    with TreeMemory(process.pid) as memory_peak:
+    with TreeMemory(process.pid) as peak:
         try:
             stdout, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, 9)
             process.communicate()
-            return {"status": f"timed out after {timeout:.0f} s", "seconds": time.perf_counter() - started}
-    if process.returncode != 0:
-        return {"status": f"failed (exit {process.returncode})", "seconds": time.perf_counter() - started}
+            stdout = None
+    result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
+              "peak_python_workers_rss": peak.peak_python}
+    if stdout is None:
+        result["status"] = f"killed after the {timeout:.0f} s timeout"
+    elif process.returncode != 0:
+        result["status"] = f"failed (exit {process.returncode})"
+    return result, stdout
+
+
+def run_method(method: str, data: synthetic.Synthetic, repeats: int, memory: str, timeout: float) -> dict:
+    """One method at one size in a fresh process; its figures and its memory peaks."""
+    command = [sys.executable, __file__, "--worker", method, "--input", str(data.fingerprints),
+               "--repeats", str(repeats), "--driver-memory", memory, "--partitions", str(partitions_for(data.n))]
+    bounded, stdout = run_bounded(command, timeout)
+    if stdout is None:
+        return {"status": f"timed out after {timeout:.0f} s", "seconds": bounded["wall_s"]}
+    if "status" in bounded:
+        return {"status": bounded["status"], "seconds": bounded["wall_s"]}
     result = json.loads(stdout.strip().splitlines()[-1])
-    result.update(status="ok", peak_rss=memory_peak.peak_total, peak_jvm_rss=memory_peak.peak_jvm,
-                  peak_python_workers_rss=memory_peak.peak_python)
+    result.update(status="ok", peak_rss=bounded["peak_rss"], peak_jvm_rss=bounded["peak_jvm_rss"],
+                  peak_python_workers_rss=bounded["peak_python_workers_rss"])
     return result
 
 

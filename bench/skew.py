@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from join_scale import TreeMemory  # noqa: E402  (bench/join_scale.py)
+from join_scale import run_bounded  # noqa: E402  (bench/join_scale.py)
 
 CACHE = ROOT / "build" / "bench-cache" / "skew"
 TEMPLATE_PAGES = 100_000
@@ -135,23 +134,29 @@ def make_input(scenario: str, n: int, seed: int = 7) -> Path:
     return folder
 
 
+def worker_session(name: str, driver_memory: str):
+    """The local[2] Spark session of a worker process (the job's or the SQL join's)."""
+    from simhash_udf.session import get_session
+
+    spark = get_session(name, master="local[2]", conf={
+        "spark.driver.memory": driver_memory,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "16",
+    })
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def worker(args: argparse.Namespace) -> int:
     """Run jobs/dedupe.py's main in this process's Spark (local[2], bounded memory)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import importlib.util
 
-    from simhash_udf.session import get_session
-
     spec = importlib.util.spec_from_file_location("dedupe_job", ROOT / "jobs" / "dedupe.py")
     dedupe = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(dedupe)
-    spark = get_session("bench-skew", master="local[2]", conf={
-        "spark.driver.memory": args.driver_memory,
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "16",
-    })
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = worker_session("bench-skew", args.driver_memory)
     try:
         return dedupe.main(args.job_args, spark)
     finally:
@@ -164,14 +169,8 @@ def join_worker(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from simhash_udf import bands, join
-    from simhash_udf.session import get_session
 
-    spark = get_session("bench-skew-join", master="local[2]", conf={
-        "spark.driver.memory": args.driver_memory,
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "16",
-    })
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = worker_session("bench-skew-join", args.driver_memory)
     try:
         fps = spark.read.parquet(args.job_args[0]).select("fingerprint").distinct().cache()
         n = fps.count()
@@ -184,30 +183,6 @@ def join_worker(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     return 0
-
-
-def run_bounded(command: list[str], timeout: float) -> tuple[dict, str | None]:
-    """Run a worker in a fresh process group, killed after `timeout` seconds.
-
-    Returns (wall time and peak memory of the process tree, with a `status` when it was
-    killed or failed; None when it ran to its end) and its stdout (None when killed).
-    """
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    with TreeMemory(process.pid) as peak:
-        try:
-            stdout, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.communicate()
-            stdout = None
-    result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
-              "peak_python_workers_rss": peak.peak_python}
-    if stdout is None:
-        result["status"] = f"killed after the {timeout:.0f} s timeout"
-    elif process.returncode != 0:
-        result["status"] = f"failed (exit {process.returncode})"
-    return result, stdout
 
 
 def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
