@@ -8,7 +8,7 @@ more than k bits apart in one cluster (`distance` to the kept document shows it)
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 KEPT = "kept"
@@ -42,22 +42,12 @@ def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str
         # Only documents without a fingerprint are grouped by their exact text.
         F.when(F.col("fingerprint").isNull(), F.col("exact_key")).alias("group_exact"),
     )
-    order = [F.col("id").asc()]
-    if "keep_by" in documents.columns:
-        keep_by = F.col("keep_by")
-        order.insert(0, keep_by.desc_nulls_last() if keep_order == "desc" else keep_by.asc_nulls_last())
-    cluster = Window.partitionBy("group_fp", "group_exact").orderBy(*order).rowsBetween(
-        Window.unboundedPreceding, Window.unboundedFollowing
-    )
-    with_kept = grouped.select(
-        "id",
-        "fingerprint",
-        "exact_key",
-        "reason",
-        F.first("id").over(cluster).alias("cluster_id"),
-        F.first("exact_key").over(cluster).alias("kept_exact_key"),
-        F.first("fingerprint").over(cluster).alias("kept_fingerprint"),
-    )
+    kept = _kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order)
+    with_kept = grouped.join(
+        kept,
+        (grouped["group_fp"].eqNullSafe(kept["kept_group_fp"]))
+        & (grouped["group_exact"].eqNullSafe(kept["kept_group_exact"])),
+    ).select("id", "fingerprint", "exact_key", "reason", "cluster_id", "kept_exact_key", "kept_fingerprint")
     status = (
         F.when(F.col("id") == F.col("cluster_id"), F.lit(KEPT))
         .when(F.col("exact_key") == F.col("kept_exact_key"), F.lit(EXACT_DUPLICATE))
@@ -80,6 +70,42 @@ def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str
         F.lit(None).cast("int").alias("distance"),
     )
     return clustered.unionByName(skipped)
+
+
+def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) -> DataFrame:
+    """The document each cluster keeps, chosen by aggregation.
+
+    grouped: `group_fp`, `group_exact` (together the cluster), `id`, `exact_key`,
+        `fingerprint`, and `keep_by` when `has_keep_by`.
+    Returns one row per cluster: `kept_group_fp`, `kept_group_exact`, `cluster_id` (the kept
+    document's id), `kept_exact_key`, `kept_fingerprint`.
+
+    Why aggregates and not a window over each cluster: a window holds a whole cluster in one
+    task, and a crawl's largest cluster (a template, an error page) can hold millions of pages;
+    `min` of a struct is combined partially in every task before the shuffle, so no task
+    holds more than one row per cluster of its own input.
+    """
+    keys = ["group_fp", "group_exact"]
+    candidates = grouped
+    if has_keep_by:
+        # The best keep_by of each cluster first (min and max skip nulls, so a null keep_by
+        # loses in either order), then the smallest id among the documents that have it.
+        best = (F.max if keep_order == "desc" else F.min)("keep_by").alias("best_keep_by")
+        bests = grouped.groupBy(*keys).agg(best).select(
+            F.col("group_fp").alias("b_fp"), F.col("group_exact").alias("b_exact"), "best_keep_by"
+        )
+        candidates = grouped.join(
+            bests,
+            grouped["group_fp"].eqNullSafe(bests["b_fp"]) & grouped["group_exact"].eqNullSafe(bests["b_exact"]),
+        ).where(F.col("best_keep_by").isNull() | (F.col("keep_by") == F.col("best_keep_by")))
+    first = F.min(F.struct("id", "exact_key", "fingerprint")).alias("first")
+    return candidates.groupBy(*keys).agg(first).select(
+        F.col("group_fp").alias("kept_group_fp"),
+        F.col("group_exact").alias("kept_group_exact"),
+        F.col("first.id").alias("cluster_id"),
+        F.col("first.exact_key").alias("kept_exact_key"),
+        F.col("first.fingerprint").alias("kept_fingerprint"),
+    )
 
 
 def pairs_by_id(pairs: DataFrame, documents: DataFrame) -> DataFrame:

@@ -235,3 +235,44 @@ def test_pairs_by_id_with_string_ids(spark):
     # fingerprint 7 is named "a9" ("a9" < "b"); "a10" < "a9"; "a10" < "c".
     expected = [("a10", "a9", 3), ("a10", "c", 64)]
     _assert_frame(clusters.pairs_by_id(pairs, documents), expected, "id_a string, id_b string, distance int")
+
+
+def _physical_plan(frame) -> str:
+    return frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_kept_document_is_chosen_without_a_window_over_a_cluster(frames, documents_with_keep_by):
+    """A window over each cluster holds the whole cluster in one task (a crawl's largest
+    cluster can hold millions of pages); the kept document must come from aggregates that
+    Spark combines partially before the shuffle, with every keep order."""
+    documents, components = frames
+    for frame in (
+        clusters.assign_clusters(documents, components),
+        clusters.assign_clusters(documents_with_keep_by, components, "asc"),
+        clusters.assign_clusters(documents_with_keep_by, components, "desc"),
+    ):
+        plan = _physical_plan(frame)
+        assert "Window" not in plan, plan
+        assert "HashAggregate" in plan or "ObjectHashAggregate" in plan or "SortAggregate" in plan, plan
+
+
+def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
+    """20,000 documents of one component over 8 partitions, ids shuffled: one kept (the
+    smallest id), the exact copies of its text exact duplicates, the rest near duplicates."""
+    import random
+
+    rng = random.Random(3)
+    ids = list(range(20_000))
+    rng.shuffle(ids)
+    # Fingerprints 0..99 form one component; the text of a document is id % 7.
+    rows = [(i, bytes([i % 7]) * 4, i % 100, None) for i in ids]
+    documents = spark.createDataFrame(rows, DOCS_SCHEMA).repartition(8)
+    components = spark.createDataFrame([(fp, 0) for fp in range(100)], "node long, component long")
+    result = {r["id"]: r for r in clusters.assign_clusters(documents, components).collect()}
+    assert len(result) == 20_000
+    assert {r["cluster_id"] for r in result.values()} == {0}
+    statuses = {i: r["status"] for i, r in result.items()}
+    assert statuses[0] == KEPT
+    for i in range(1, 20_000):
+        assert statuses[i] == (EXACT if i % 7 == 0 else NEAR), i
+        assert result[i]["distance"] == bin(i % 100).count("1")
