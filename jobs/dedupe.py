@@ -90,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     match = parser.add_argument_group("matching")
     match.add_argument(
         "--k", type=int, default=DEFAULTS.k,
-        help=f"largest Hamming distance (0..{MAX_K}) between two 64-bit fingerprints that counts as a near duplicate",
+        help=f"largest Hamming distance (0..{MAX_K}) between two 64-bit fingerprints that counts as a near "
+        f"duplicate; at most {MAX_K} because beyond it random fingerprints would fill the band join's "
+        "hot runs on a 10^9-page crawl and pairs/ could not be complete",
     )
     match.add_argument(
         "--blocks", type=int, default=None,

@@ -21,9 +21,14 @@ KEEP_ORDERS = ("asc", "desc")
 # Most band tables an explicit --blocks may ask for (C(blocks, k)); the cost model never
 # chooses more than bands.MAX_TABLES.
 MAX_EXPLICIT_TABLES = 5000
-# Largest k accepted: beyond ~10 bits of 64 a simhash match says little about the text,
-# and the band plan degenerates towards comparing everything with everything.
-MAX_K = 16
+# Largest k accepted: where the band join stays exact on random data. Beyond it the chosen
+# plan's random runs (fingerprints sharing a table's key and a sub-block) reach the hot
+# threshold at 10^9 fingerprints (k = 8: ~600 members a run at 10^10, k = 10: ~3,800 at
+# 10^9 against join_kernel.HOT_RUN_SIZE = 2,000), so unrelated pages would be summarised and
+# pairs/ left incomplete. Up to k = 7 the mean random run stays at most ~120 members from
+# 10^6 to 10^10 fingerprints (tests/test_join_kernel.py checks it). A simhash match beyond
+# ~7 bits of 64 says little about short texts anyway (docs/quality.md).
+MAX_K = 7
 
 
 class ConfigError(ValueError):
@@ -128,7 +133,11 @@ class DedupeConfig:
 
     def __post_init__(self) -> None:
         if not 0 <= self.k <= MAX_K:
-            raise ConfigError(f"k must be between 0 and {MAX_K}, got {self.k}")
+            raise ConfigError(
+                f"k must be between 0 and {MAX_K}, got {self.k}: above {MAX_K} the band join's "
+                "runs of unrelated fingerprints would pass the hot-run threshold on large crawls "
+                "(~10^9 pages), so pairs/ could no longer be complete"
+            )
         if self.blocks is not None and not self.k < self.blocks <= 64:
             raise ConfigError(
                 f"blocks must be greater than k ({self.k}) and at most 64, got {self.blocks}: "
