@@ -22,6 +22,17 @@ that vary in it (pigeonhole, recursively), never all pairs: the edges it returns
 pairs (distance <= k) whose connected components equal those of all the run's pairs, which is
 what the clusters need. Such runs are reported as hot, and their edges flagged `summarised`:
 the same edge can come from the hot runs of several tables, so only those need a `distinct`.
+A run is hot by its member count alone, and its summary is a function of its members (they
+are sorted by value first), so the edges do not depend on the row order or on what else
+shares the partition.
+
+Members the short-text check will look at (`checked`, see `verify.checked_fingerprints`):
+a summary is only right when every pair it stands for is kept, and the check may drop pairs.
+So a hot run summarises only its unchecked members (pairs among them are never checked, so
+always kept), and lists every pair within k that has a checked member, as ordinary pairs
+(by the canonical rule, once each), for the check to see before the components. The cost of
+that part is bounded by (checked members x members) comparisons per hot run, and the pairs
+listed by the pairs within k that have a short text: the same pairs the policy must check.
 """
 
 from __future__ import annotations
@@ -32,10 +43,13 @@ import numpy as np
 
 from simhash_udf.bands import BandPlan, sub_block_masks
 
-# Runs above this size are summarised, not expanded. A run of 2,000 members is 2M candidate
-# pairs (a few milliseconds of numpy, 32 MB of pair arrays at most); random fingerprints never
-# get near it (a run shares key + sub-block bits: 28 bits at k = 3, so 2,000 random members
-# would take ~2^39 fingerprints), so only real skew (templates, boilerplate) crosses it.
+# The job's one hot threshold: runs of more members than this are summarised, not expanded,
+# and band buckets of more are reported as hot (pipeline's index counts use it too). A run of
+# 2,000 members is 2M candidate pairs (a few milliseconds of numpy, 32 MB of pair arrays at
+# most). Random fingerprints stay far below it for every k the job accepts (config.MAX_K):
+# the chosen plan's mean random run, n / 2^(key + sub-block bits), is at most ~120 members
+# at 10^6..10^10 fingerprints (tests/test_join_kernel.py checks it), so only real skew
+# (templates, boilerplate) crosses it.
 HOT_RUN_SIZE = 2000
 # Anchors tried per hot run before the uncovered rest is compared pairwise. Each anchor costs
 # one pass over the members still uncovered; a template of near-identical pages needs a few
@@ -78,8 +92,9 @@ class KernelPlan:
 
 @dataclass
 class HotRun:
-    """A summarised run: its table, the table's key (unsigned), the sub-block, its size, the
-    edges written for it and the pairwise comparisons made."""
+    """A summarised run: its table, the table's key (unsigned), the sub-block, its size
+    (members), the summary edges written for it, the pairwise comparisons made, and the
+    pairs listed because they have a checked member (`hot_run_edges`)."""
 
     table: int
     key: int
@@ -87,6 +102,7 @@ class HotRun:
     size: int
     edges: int
     comparisons: int
+    listed: int = 0
 
 
 @dataclass
@@ -165,6 +181,7 @@ def summarise_run(
     """Edges within k among distinct uint64 `members` whose components equal those of every
     pair within k, without listing all pairs.
 
+    The edges are a function of the set of members (they are sorted first).
     Greedy anchors: the first uncovered member is the next anchor; every uncovered member
     within k of it joins its group with an edge to it. Two groups hold a pair within k only
     if their anchors are within 3k (triangle inequality), and only members within 2k of the
@@ -174,6 +191,9 @@ def summarise_run(
     joining two sets are edges.
     Returns (a, b, distance, comparisons): a, b uint64 arrays, distance uint8.
     """
+    # Sorted first: anchors and unions then depend on the members only, not on their order
+    # (the same edges whatever the row order or partitioning).
+    members = np.sort(np.asarray(members, np.uint64))
     n = len(members)
     kk = np.uint64(k)
     group = np.full(n, -1, np.int64)
@@ -268,6 +288,77 @@ def summarise_run(
     )
 
 
+def _empty_edges() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    empty = np.empty(0, np.uint64)
+    return empty, empty, np.empty(0, np.uint8)
+
+
+def pairs_with_checked(
+    members: np.ndarray, checked: np.ndarray, k: int, reject: list[np.uint64]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every pair within k of distinct uint64 `members` that has a checked member and
+    differs on every mask of `reject` (the canonical rule, as `_run_pairs` applies it).
+
+    checked: bool per member. Each checked member is compared with every member, in blocks
+    of PAIRWISE_BLOCK distances; a pair of two checked members is taken once (j > i).
+    Returns (a, b, distance, comparisons): a, b uint64, distance uint8.
+    """
+    rows = np.flatnonzero(checked)
+    if not rows.size or len(members) < 2:
+        return (*_empty_edges(), 0)
+    kk = np.uint64(k)
+    cols = np.arange(len(members))
+    step = max(1, PAIRWISE_BLOCK // len(members))
+    out_a, out_b, out_d = [], [], []
+    comparisons = 0
+    for start in range(0, rows.size, step):
+        block = rows[start : start + step]
+        x = members[block][:, None] ^ members[None, :]
+        dist = np.bitwise_count(x)
+        comparisons += dist.size
+        ok = (dist <= kk) & ((cols[None, :] > block[:, None]) | ~checked[None, :])
+        for m in reject:
+            ok &= (x & m) != _K1
+        r, c = np.nonzero(ok)
+        out_a.append(members[block[r]])
+        out_b.append(members[c])
+        out_d.append(dist[r, c].astype(np.uint8))
+    return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d), comparisons
+
+
+def hot_run_edges(
+    members: np.ndarray, checked: np.ndarray | None, k: int, reject: list[np.uint64]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """The edges of one hot run: a summary of its unchecked members, and every pair within
+    k (canonical by `reject`) that has a checked member.
+
+    members: the run's distinct uint64 fingerprints, in any order; checked: whether the
+    short-text check looks at each one's pairs (None: none). Pairs of two unchecked members
+    are always kept by the check, so a summary of them (`summarise_run`) keeps their
+    components; a pair with a checked member may be dropped, so it is listed for the check.
+    Returns (a, b, distance, summarised, summary_edges, comparisons), a function of the
+    members and their flags (sorted by value first), not of their order.
+    """
+    order = np.argsort(members, kind="stable")
+    members = np.asarray(members, np.uint64)[order]
+    flags = np.zeros(len(members), bool) if checked is None else np.asarray(checked, bool)[order]
+    free = members[~flags]
+    if free.size > 1:
+        sa, sb, sd, comparisons = summarise_run(free, k)
+    else:
+        (sa, sb, sd), comparisons = _empty_edges(), 0
+    la, lb, ld, compared = pairs_with_checked(members, flags, k, reject)
+    summarised = np.concatenate([np.ones(sa.size, bool), np.zeros(la.size, bool)])
+    return (
+        np.concatenate([sa, la]),
+        np.concatenate([sb, lb]),
+        np.concatenate([sd, ld]),
+        summarised,
+        int(sa.size),
+        comparisons + compared,
+    )
+
+
 def _split_masks(varying: int, parts: int) -> list[int]:
     """The set bits of `varying` cut into `parts` masks of consecutive set bits, as equal
     in size as they can be (empty masks left out)."""
@@ -320,7 +411,8 @@ def _pairs_by_splitting(members: np.ndarray, k: int) -> tuple[np.ndarray, np.nda
             ends = np.r_[starts[1:], ordered.size]
             for start, end in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
                 stack.append(idx[order[start:end]])
-    if not found_i:
+    # No pair found (a spread-out run with nothing within k): nothing to deduplicate.
+    if not found_i or not sum(part.size for part in found_i):
         empty = np.empty(0, np.int64)
         return empty, empty, comparisons
     i_idx = np.concatenate(found_i).astype(np.int64)
@@ -404,18 +496,22 @@ def join_partition(
     fingerprints: np.ndarray,
     plan: KernelPlan,
     hot_run_size: int | None = HOT_RUN_SIZE,
+    checked: np.ndarray | None = None,
 ) -> KernelOutput:
     """Every pair within `plan.k` among one partition's band rows, each once.
 
     tables: the table of each row (ints); fingerprints: the rows' fingerprints (uint64 or
     int64, the same bits), distinct within a table. Rows of one (table, key) bucket must all
-    be in this partition. hot_run_size: runs larger than this are summarised
-    (`summarise_run`); None expands every run (exact pairs, quadratic on skew).
+    be in this partition. hot_run_size: runs of more members than this are summarised
+    (`hot_run_edges`); None expands every run (exact pairs, quadratic on skew). checked:
+    bool per row, whether the short-text check looks at the fingerprint's pairs (None: no
+    row's); a hot run lists every pair of its checked members instead of summarising them.
     """
     fps = np.ascontiguousarray(fingerprints).view(np.uint64) if fingerprints.dtype == np.int64 else np.asarray(fingerprints, np.uint64)
     tables = np.asarray(tables)
     order = np.argsort(tables, kind="stable")
     tables, fps = tables[order], fps[order]
+    flags = None if checked is None else np.asarray(checked, bool)[order]
     bounds = np.flatnonzero(np.diff(tables)) + 1
     starts = np.concatenate([[0], bounds]) if len(tables) else np.empty(0, np.int64)
     ends = np.concatenate([bounds, [len(tables)]]) if len(tables) else np.empty(0, np.int64)
@@ -425,6 +521,7 @@ def join_partition(
     for lo, hi in zip(starts.tolist(), ends.tolist()):
         t = int(tables[lo])
         f = fps[lo:hi]
+        c = None if flags is None else flags[lo:hi]
         table_mask = np.uint64(plan.table_masks[t])
         keys = np.sort(f & table_mask)
         key_runs = np.diff(np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1], [True]])))
@@ -435,30 +532,12 @@ def join_partition(
         for s, sub in enumerate(subs):
             runs, order = _sorted_by(f, plan.table_masks[t] | sub, positions)
             active = np.flatnonzero(runs[1:] == runs[:-1])
-            if hot_run_size is not None and active.size > hot_run_size:
-                # Runs of 2+ members are the stretches of consecutive positions in `active`.
-                breaks = np.flatnonzero(np.diff(active) != 1) + 1
-                seg_start = np.concatenate([[0], breaks])
-                seg_len = np.diff(np.concatenate([seg_start, [active.size]]))
-                hot = np.flatnonzero(seg_len + 1 > hot_run_size)
-                if hot.size:
-                    cold = np.ones(active.size, bool)
-                    for h in hot.tolist():
-                        lo_seg, ln = int(seg_start[h]), int(seg_len[h])
-                        start, length = int(active[lo_seg]), ln + 1
-                        cold[lo_seg : lo_seg + ln] = False
-                        a, b, d, compared = summarise_run(f[order[start : start + length]], plan.k)
-                        out_a.append(a)
-                        out_b.append(b)
-                        out_d.append(d)
-                        out_s.append(np.ones(a.size, bool))
-                        result.candidates += compared
-                        key = int(f[order[start]] & table_mask)
-                        result.hot.append(HotRun(t, key, s, length, int(a.size), compared))
-                    active = active[cold]
             # The canonical rule: table t only if the pair disagrees on every block an earlier
             # table keeps; sub-block s only if it disagrees on every earlier sub-block.
             reject = reject_table + [np.uint64(m) for m in subs[:s] if m]
+            # A run of m members has m - 1 active positions: no run can be hot below that.
+            if hot_run_size is not None and active.size >= hot_run_size:
+                active = _summarise_hot_runs(f, c, order, active, hot_run_size, plan.k, reject, (t, s, table_mask), result, (out_a, out_b, out_d, out_s))
             a, b, d, candidates = _run_pairs(f, order, runs, active, plan.k, reject)
             result.candidates += candidates
             out_a.append(a)
@@ -480,3 +559,48 @@ def join_partition(
             result.distance = np.concatenate([result.distance[keep], pairs[:, 2].astype(np.int32)])
             result.summarised = np.concatenate([np.zeros(int(keep.sum()), bool), np.ones(len(pairs), bool)])
     return result
+
+
+def _summarise_hot_runs(
+    f: np.ndarray,
+    checked: np.ndarray | None,
+    order: np.ndarray,
+    active: np.ndarray,
+    hot_run_size: int,
+    k: int,
+    reject: list[np.uint64],
+    where: tuple[int, int, np.uint64],
+    result: KernelOutput,
+    out: tuple[list, list, list, list],
+) -> np.ndarray:
+    """Replace the hot runs among one sub-block's runs by their edges (`hot_run_edges`).
+
+    f: the table's fingerprints; order, active: see `_run_pairs`; where: (table, sub-block,
+    table mask). A run is hot when it has more than `hot_run_size` members, counted on the
+    run itself (a stretch of consecutive active positions plus one). Appends the edges to
+    `out` and the runs to `result.hot`; returns the active positions of the other runs.
+    """
+    t, s, table_mask = where
+    breaks = np.flatnonzero(np.diff(active) != 1) + 1
+    seg_start = np.concatenate([[0], breaks])
+    seg_len = np.diff(np.concatenate([seg_start, [active.size]]))
+    hot = np.flatnonzero(seg_len + 1 > hot_run_size)
+    if not hot.size:
+        return active
+    cold = np.ones(active.size, bool)
+    for h in hot.tolist():
+        lo_seg, ln = int(seg_start[h]), int(seg_len[h])
+        start, length = int(active[lo_seg]), ln + 1
+        cold[lo_seg : lo_seg + ln] = False
+        rows = order[start : start + length]
+        a, b, d, summarised, edges, compared = hot_run_edges(
+            f[rows], None if checked is None else checked[rows], k, reject
+        )
+        out[0].append(a)
+        out[1].append(b)
+        out[2].append(d)
+        out[3].append(summarised)
+        result.candidates += compared
+        key = int(f[rows[0]] & table_mask)
+        result.hot.append(HotRun(t, key, s, length, edges, compared, int(a.size) - edges))
+    return active[cold]

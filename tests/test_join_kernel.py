@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf import bands, join_kernel
+from simhash_udf import bands, config, join_kernel
 from simhash_udf.bands import BandPlan
 from simhash_udf.join_kernel import KernelPlan, join_partition, summarise_run
 
@@ -244,3 +244,103 @@ def test_empty_and_single_partitions():
     assert len(out.fp_a) == 0 and out.candidates == 0
     out = join_partition(np.array([2]), np.array([-5], np.int64), plan)
     assert len(out.fp_a) == 0 and out.largest_bucket == 1
+
+
+def _edges(values: np.ndarray, plan: BandPlan, partitions: int) -> set[tuple[int, int, int]]:
+    got, outputs = kernel_pairs(values, plan, partitions=partitions, hot=join_kernel.HOT_RUN_SIZE)
+    assert any(out.hot for out in outputs), "the run was not hot"
+    return set(got)
+
+
+def _spread_run(seed: int, size: int, flips: int) -> np.ndarray:
+    """`size` members 1..`flips` bits from a centre, all flips in the low 24 bits: one hot
+    run of BandPlan(3, 4), too spread out for one anchor to cover it."""
+    rng = np.random.default_rng(seed)
+    centre = int(rng.integers(0, 2**64, dtype=np.uint64, endpoint=False))
+    members = {centre}
+    while len(members) < size:
+        value = centre
+        for bit in rng.choice(24, int(rng.integers(1, flips + 1)), replace=False):
+            value ^= 1 << int(bit)
+        members.add(value)
+    return np.array(sorted(members), np.uint64)
+
+
+def test_hot_run_edges_do_not_depend_on_the_row_order():
+    """A 3,000-member hot run: the edges written (pairs and summary edges, as pairs/ gets
+    them after their distinct) are the same for three row orders, and all true pairs."""
+    k = 3
+    values = _spread_run(5, 3000, 6)
+    plan = BandPlan(k, k + 1)
+    rng = np.random.default_rng(0)
+    orders = [values, values[::-1].copy(), rng.permutation(values)]
+    edges = [_edges(v, plan, partitions=2) for v in orders]
+    assert edges[0] == edges[1] == edges[2], [len(e) for e in edges]
+    assert all(d == bin((a ^ b) & (2**64 - 1)).count("1") <= k for a, b, d in edges[0])
+
+
+def _one_run(size: int, neighbours: int, seed: int) -> np.ndarray:
+    """`size` members sharing table 3's key (bits 48..63) and its last sub-block (bits
+    36..47) of BandPlan(3, 4): one run of exactly `size` members there; the low 36 bits are
+    random, so its other sub-blocks hold only small runs. Plus `neighbours` members of
+    another key (their own run of that size in the same partition)."""
+    rng = np.random.default_rng(seed)
+    low = np.unique(rng.integers(0, 1 << 36, size=size * 2, dtype=np.uint64))[:size]
+    rng.shuffle(low)
+    run = np.uint64(0xABCD012 << 36) | low
+    other = np.uint64(0x1234045 << 36) | rng.integers(0, 1 << 36, size=neighbours, dtype=np.uint64)
+    values = np.concatenate([run, other])
+    assert len(np.unique(values)) == size + neighbours
+    return values
+
+
+@pytest.mark.parametrize("neighbours", [0, 300])
+def test_a_run_is_hot_by_its_own_member_count(neighbours):
+    """HOT_RUN_SIZE + 1 members: summarised, alone or beside another run in the partition;
+    exactly HOT_RUN_SIZE: expanded, alone or not."""
+    hot = join_kernel.HOT_RUN_SIZE
+    plan = KernelPlan.of(BandPlan(3, 4))
+    for size, expect_hot in ((hot + 1, True), (hot, False)):
+        values = _one_run(size, neighbours, seed=size)
+        out = join_partition(np.full(len(values), 3), values.view(np.int64), plan, hot)
+        sizes = [h.size for h in out.hot]
+        assert sizes == ([size] if expect_hot else []), (size, neighbours, sizes)
+
+
+def test_one_hot_threshold():
+    """The job has one hot threshold: the kernel's, which the index's counts report too."""
+    from simhash_udf import pipeline
+
+    assert pipeline.HOT_BUCKET_SIZE == join_kernel.HOT_RUN_SIZE
+
+
+def _random_run(n: int, k: int, blocks: int) -> float:
+    """Expected members of the fullest run of random fingerprints under a plan, from the
+    block widths alone: the narrowest table key (its B - k narrowest blocks) plus the
+    narrowest of k + 1 near-equal sub-blocks of the bits it leaves."""
+    base, extra = divmod(64, blocks)
+    widths = sorted([base + 1] * extra + [base] * (blocks - extra))
+    key = sum(widths[: blocks - k])
+    sub = (64 - key) // (k + 1)
+    return n / 2.0 ** (key + sub)
+
+
+@pytest.mark.parametrize("k", range(1, config.MAX_K + 1))
+def test_random_runs_stay_well_under_the_hot_threshold_for_every_allowed_k(k):
+    """For every k the job accepts, the chosen plan keeps random runs at a tenth of the
+    hot threshold or less, from 10^6 to 10^10 fingerprints: random data is never summarised
+    and pairs/ is complete. k beyond the bound is refused."""
+    for n in (10**6, 10**9, 10**10):
+        plan = bands.choose_plan(n, k)
+        assert _random_run(n, k, plan.blocks) <= join_kernel.HOT_RUN_SIZE / 10, (k, n, plan.blocks)
+    with pytest.raises(config.ConfigError, match="hot"):
+        config.DedupeConfig(k=config.MAX_K + 1)
+
+
+def test_a_spread_out_run_with_no_pair_within_k_has_no_edges():
+    """A hot key whose members are all far apart (random low bits): no edges, no crash
+    (the pair search used to index an empty array)."""
+    values = _one_run(3000, 0, seed=9)
+    assert not brute_force(values, 3)
+    a, b, d, comparisons = summarise_run(values, 3)
+    assert a.size == b.size == d.size == 0 and comparisons > 0
