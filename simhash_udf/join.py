@@ -132,7 +132,8 @@ PAIR, SUMMARY_EDGE, PARTITION_STATS, HOT_RUN = 0, 1, 2, 3
 
 BAND_JOIN_SCHEMA = (
     "kind byte, fp_a long, fp_b long, distance int, "
-    "table int, key long, sub_block int, size long, edges long, comparisons long"
+    "table int, key long, sub_block int, size long, edges long, comparisons long, "
+    "listed long, hot_run_size long"
 )
 
 
@@ -146,18 +147,21 @@ def _partitions(spark: Any, rows: int) -> int:
 def _kernel_batches(
     batches: Iterator[pa.RecordBatch], kernel_plan: join_kernel.KernelPlan, hot_run_size: int | None
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: a whole partition's (table, fingerprint) rows in, its pairs and
-    counts out (`BAND_JOIN_SCHEMA`)."""
+    """mapInArrow body: a whole partition's (table, fingerprint[, checked]) rows in, its
+    pairs and counts out (`BAND_JOIN_SCHEMA`)."""
     # A bucket's rows may be spread over several Arrow batches: gather the partition first.
     collected = list(batches)
+    checked = None
     if collected:
         table = pa.Table.from_batches(collected)
         tables = table.column("table").to_numpy()
         fps = table.column("fingerprint").to_numpy()
+        if "checked" in table.column_names:
+            checked = table.column("checked").fill_null(True).to_numpy(zero_copy_only=False)
     else:
         tables, fps = np.empty(0, np.int32), np.empty(0, np.int64)
     del collected
-    out = join_kernel.join_partition(tables, fps, kernel_plan, hot_run_size)
+    out = join_kernel.join_partition(tables, fps, kernel_plan, hot_run_size, checked)
     n_pairs = len(out.fp_a)
     kinds = np.where(out.summarised, SUMMARY_EDGE, PAIR).astype(np.int8)
     empty_long = pa.nulls(n_pairs, pa.int64())
@@ -176,14 +180,17 @@ def _kernel_batches(
                 empty_long.slice(start, stop - start),
                 empty_long.slice(start, stop - start),
                 empty_long.slice(start, stop - start),
+                empty_long.slice(start, stop - start),
+                empty_long.slice(start, stop - start),
             ],
             names=BAND_JOIN_SCHEMA_NAMES,
         )
-    # One row of counts per partition (size: its band rows, edges: its pairs), and one per
-    # hot run, so the counts come from the join itself rather than a second pass over the keys.
-    stats = [(PARTITION_STATS, None, out.largest_bucket, None, len(fps), n_pairs, out.candidates)]
+    # One row of counts per partition (size: its band rows, edges: its pairs, hot_run_size:
+    # the threshold this kernel used), and one per hot run, so the counts come from the join
+    # itself rather than a second pass over the keys.
+    stats = [(PARTITION_STATS, None, out.largest_bucket, None, len(fps), n_pairs, out.candidates, None, hot_run_size)]
     stats += [
-        (HOT_RUN, h.table, to_signed(h.key), h.sub_block, h.size, h.edges, h.comparisons)
+        (HOT_RUN, h.table, to_signed(h.key), h.sub_block, h.size, h.edges, h.comparisons, h.listed, None)
         for h in out.hot
     ]
     yield pa.RecordBatch.from_arrays(
@@ -198,6 +205,8 @@ def _kernel_batches(
             pa.array([r[4] for r in stats], pa.int64()),
             pa.array([r[5] for r in stats], pa.int64()),
             pa.array([r[6] for r in stats], pa.int64()),
+            pa.array([r[7] for r in stats], pa.int64()),
+            pa.array([r[8] for r in stats], pa.int64()),
         ],
         names=BAND_JOIN_SCHEMA_NAMES,
     )
@@ -214,17 +223,22 @@ def band_join(
 ) -> DataFrame:
     """The two-level band join: pairs, summary edges of hot runs and the join's counts.
 
-    fingerprints: `fingerprint` (long, distinct). n: their number when known (it sets the
-    partitions). hot_run_size: see `join_kernel.join_partition` (None: list every pair).
+    fingerprints: `fingerprint` (long, distinct) and optionally `checked` (bool: the
+    short-text check looks at the fingerprint's pairs, `verify.checked_fingerprints`; a hot
+    run lists every pair of such members instead of summarising it). n: their number when
+    known (it sets the partitions). hot_run_size: see `join_kernel.join_partition` (None:
+    list every pair).
     Returns `BAND_JOIN_SCHEMA` rows of four kinds (`kind`):
     PAIR: `fp_a` < `fp_b`, `distance` (1..k): a pair within k, from its canonical table and
         sub-block, once in the whole output.
     SUMMARY_EDGE: the same columns: a pair within k written for a hot run's summary (the
         same edge may come from several hot runs, and a PAIR row may repeat it).
     PARTITION_STATS: per partition, `size` (band rows), `edges` (pair and edge rows),
-        `comparisons` (candidate pairs compared), `key` (its largest bucket's size).
-    HOT_RUN: per hot run, `table`, `key` (the table's key, signed), `sub_block`, `size`,
-        `edges` (summary edges written), `comparisons`.
+        `comparisons` (candidate pairs compared), `key` (its largest bucket's size),
+        `hot_run_size` (the hot threshold used; null: none).
+    HOT_RUN: per hot run, `table`, `key` (the table's key, signed), `sub_block`, `size`
+        (members), `edges` (summary edges written), `comparisons`, `listed` (pairs with a
+        checked member, listed as PAIR rows).
     `join_pairs` and `join_stats` read them; materialise the frame once before both.
     """
     spark = fingerprints.sparkSession
@@ -236,12 +250,14 @@ def band_join(
     fp = F.col("fingerprint")
     table = F.col("table")
     masks = F.array(*[_mask(plan.table_mask(t)) for t in range(plan.n_tables)])
-    rows = fingerprints.select(fp, F.explode(F.sequence(F.lit(0), F.lit(plan.n_tables - 1))).alias("table"))
+    carried = [fp] + ([F.col("checked")] if "checked" in fingerprints.columns else [])
+    rows = fingerprints.select(*carried, F.explode(F.sequence(F.lit(0), F.lit(plan.n_tables - 1))).alias("table"))
     # Partition by (table, key) without shuffling the key: two rows of one bucket meet.
     key = fp.bitwiseAND(F.element_at(masks, table + 1))
     shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), table, key)
     kernel_plan = join_kernel.KernelPlan.of(plan)
-    return shuffled.select("table", "fingerprint").mapInArrow(
+    names = ["table", "fingerprint"] + (["checked"] if "checked" in fingerprints.columns else [])
+    return shuffled.select(*names).mapInArrow(
         lambda batches: _kernel_batches(batches, kernel_plan, hot_run_size), BAND_JOIN_SCHEMA
     )
 
@@ -261,20 +277,29 @@ def join_pairs(joined: DataFrame, summarised: bool = True) -> DataFrame:
     return pairs.join(F.broadcast(edges.select("fp_a", "fp_b")), ["fp_a", "fp_b"], "left_anti").unionByName(edges)
 
 
-def join_stats(joined: DataFrame, plan: BandPlan, n: int, hot_listed: int = 10) -> dict[str, Any]:
+def join_stats(
+    joined: DataFrame,
+    plan: BandPlan,
+    n: int,
+    hot_listed: int = 10,
+    hot_run_size: int | None = join_kernel.HOT_RUN_SIZE,
+) -> dict[str, Any]:
     """The counts of a `band_join` (one small read of its stats rows).
 
     Returns candidate_pairs (pairs compared by popcount), band_rows (rows shuffled),
-    largest_bucket (the largest (table, key) bucket), hot_run_size (the threshold),
-    summarised_runs and summary_edges (hot runs and the edges written for them, before
-    their distinct), hot_buckets (the `hot_listed` largest hot runs: table, blocks, key,
-    sub_block, size, edges, comparisons, and candidate_pairs_avoided = size (size - 1) / 2).
+    largest_bucket (the largest (table, key) bucket), hot_run_size (the threshold the
+    join's kernels used, as their stats rows say; `hot_run_size` only when the join ran no
+    kernel, at k = 0; None: nothing was summarised), summarised_runs and summary_edges (hot
+    runs and the edges written for them, before their distinct), listed_pairs (pairs of hot
+    runs listed for the short-text check), hot_buckets (the `hot_listed` largest hot runs:
+    table, blocks, key, sub_block, size, edges, listed, comparisons, and
+    candidate_pairs_avoided = size (size - 1) / 2).
     """
     if plan.k == 0:
         return {
             "candidate_pairs": 0, "band_rows": 0, "largest_bucket": 1 if n else 0,
-            "hot_run_size": join_kernel.HOT_RUN_SIZE, "summarised_runs": 0, "summary_edges": 0,
-            "hot_buckets": [],
+            "hot_run_size": hot_run_size, "summarised_runs": 0, "summary_edges": 0,
+            "listed_pairs": 0, "hot_buckets": [],
         }
     rows = joined.where(F.col("kind") >= PARTITION_STATS)
     totals = rows.groupBy("kind").agg(
@@ -283,6 +308,8 @@ def join_stats(joined: DataFrame, plan: BandPlan, n: int, hot_listed: int = 10) 
         F.max("key").alias("largest"),
         F.sum("edges").alias("edges"),
         F.sum("comparisons").alias("comparisons"),
+        F.sum("listed").alias("listed"),
+        F.max("hot_run_size").alias("hot_run_size"),
     ).collect()
     by_kind = {r["kind"]: r for r in totals}
     part, hot = by_kind.get(PARTITION_STATS), by_kind.get(HOT_RUN)
@@ -298,9 +325,11 @@ def join_stats(joined: DataFrame, plan: BandPlan, n: int, hot_listed: int = 10) 
         "candidate_pairs": int(part["comparisons"] or 0) if part else 0,
         "band_rows": int(part["size"] or 0) if part else 0,
         "largest_bucket": int(part["largest"] or 0) if part else (1 if n else 0),
-        "hot_run_size": join_kernel.HOT_RUN_SIZE,
+        # What the kernels were given (every partition gets the same), not the default.
+        "hot_run_size": _int_or_none(part["hot_run_size"]) if part else hot_run_size,
         "summarised_runs": int(hot["rows"]) if hot else 0,
         "summary_edges": int(hot["edges"] or 0) if hot else 0,
+        "listed_pairs": int(hot["listed"] or 0) if hot else 0,
         "hot_buckets": [
             {
                 "table": r["table"],
@@ -309,12 +338,17 @@ def join_stats(joined: DataFrame, plan: BandPlan, n: int, hot_listed: int = 10) 
                 "sub_block": r["sub_block"],
                 "size": r["size"],
                 "edges": r["edges"],
+                "listed": r["listed"],
                 "comparisons": r["comparisons"],
                 "candidate_pairs_avoided": r["size"] * (r["size"] - 1) // 2,
             }
             for r in listed
         ],
     }
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def near_duplicate_pairs(fingerprints: DataFrame, plan: BandPlan, n: int | None = None) -> DataFrame:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from simhash_udf import bands, join
+from simhash_udf import bands, join, join_kernel
 
 pytestmark = pytest.mark.spark
 
@@ -273,3 +273,63 @@ def test_sql_join_is_still_exact(data):
     values, expected_all, frame = data
     got = [(r.fp_a, r.fp_b, r.distance) for r in join.sql_near_duplicate_pairs(frame, bands.choose_plan(len(values), 3, 5)).collect()]
     _assert_same_pairs(got, [p for p in expected_all if p[2] <= 3])
+
+
+def _hot_members(seed: int, size: int) -> np.ndarray:
+    """`size` fingerprints 1..3 bits from a centre, all flips in the low 32 bits: one run of
+    all of them in the tables of BandPlan(3, 4) that keep the high blocks."""
+    rng = np.random.default_rng(seed)
+    centre = int(rng.integers(0, 2**64, dtype=np.uint64, endpoint=False))
+    members = {centre}
+    while len(members) < size:
+        value = centre
+        for bit in rng.choice(32, int(rng.integers(1, 4)), replace=False):
+            value ^= 1 << int(bit)
+        members.add(value)
+    return np.array(sorted(members), np.uint64)
+
+
+def test_join_stats_report_the_hot_threshold_used(spark):
+    """join_stats says which threshold the join ran with: the one passed to band_join, the
+    default otherwise, None when nothing is summarised."""
+    values = _hot_members(4, 800)
+    frame = spark.createDataFrame([(int(v),) for v in values.view(np.int64)], "fingerprint long")
+    plan = bands.BandPlan(3, 4)
+    for given, expected in ((500, 500), (None, None)):
+        joined = join.band_join(frame, plan, len(values), hot_run_size=given).localCheckpoint()
+        stats = join.join_stats(joined, plan, len(values))
+        assert stats["hot_run_size"] == expected
+        if given is not None:
+            assert stats["summarised_runs"] > 0 and all(b["size"] > given for b in stats["hot_buckets"])
+        else:
+            assert stats["summarised_runs"] == 0
+    joined = join.band_join(frame, plan, len(values)).localCheckpoint()
+    stats = join.join_stats(joined, plan, len(values))
+    assert stats["hot_run_size"] == join_kernel.HOT_RUN_SIZE and stats["summarised_runs"] == 0
+
+
+def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark):
+    """Fingerprints the short-text check looks at (`checked`): a hot run lists all their
+    pairs within k as pairs, so with every member checked the join's pairs are exactly
+    brute force's although the run is hot; with half checked, every pair with a checked
+    member is there, and the rest is a summary of the unchecked ones."""
+    values = _hot_members(6, 900)
+    expected = _brute_force_pairs(values, 3)
+    signed = values.view(np.int64)
+    plan = bands.BandPlan(3, 4)
+    for share in (1.0, 0.5):
+        flags = np.random.default_rng(1).random(len(values)) < share
+        frame = spark.createDataFrame(
+            [(int(v), bool(c)) for v, c in zip(signed, flags)], "fingerprint long, checked boolean"
+        )
+        joined = join.band_join(frame, plan, len(values), hot_run_size=500).localCheckpoint()
+        stats = join.join_stats(joined, plan, len(values))
+        assert stats["summarised_runs"] > 0 and stats["listed_pairs"] > 0
+        got = [(r.fp_a, r.fp_b, r.distance) for r in join.join_pairs(joined, True).collect()]
+        assert len(got) == len(set(got))
+        checked = {int(v) for v, c in zip(signed, flags) if c}
+        with_checked = {p for p in expected if p[0] in checked or p[1] in checked}
+        assert set(got) <= set(expected)
+        assert with_checked <= set(got), len(with_checked - set(got))
+        if share == 1.0:
+            assert set(got) == set(expected)
