@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf import bands, clusters, documents, io, join, progress, report, report_html, verify, warc
+from simhash_udf import bands, clusters, documents, io, join, join_kernel, progress, report, report_html, verify, warc
 from simhash_udf.components import connected_components
 from simhash_udf.config import DedupeConfig
 
@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # index_run builds on this module; only the type is needed he
 log = logging.getLogger("simhash_udf")
 
 # Buckets of the band join with more members than this are reported as hot (each one costs
-# size^2 / 2 candidate comparisons).
-HOT_BUCKET_SIZE = 1000
+# size^2 / 2 candidate comparisons): the join's one hot threshold, not a second one.
+HOT_BUCKET_SIZE = join_kernel.HOT_RUN_SIZE
 HOT_BUCKETS_LISTED = 10
 
 
@@ -196,6 +196,11 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     )
     n = stages.rows["distinct_fingerprints"]
     plan = bands.choose_plan(n, config.k, config.blocks)
+    checking = normalised is not None and texts is not None and config.verify.threshold is not None
+    if checking:
+        # Which fingerprints' pairs the short-text check looks at: the join lists those
+        # pairs even in hot runs, so no pair the check drops stands for others (verify.py).
+        distinct = verify.checked_fingerprints(distinct, normalised, texts, config.verify)
     # One shuffle of the band rows: the join's output carries its own counts (join_stats).
     joined = stages.materialise("verify", join.band_join(distinct, plan, n))
     with stages.timed("candidates"):
@@ -212,7 +217,7 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
             stats["summarised_runs"], stats["hot_run_size"],
         )
     fingerprint_pairs = join.join_pairs(joined, summarised=stats["summarised_runs"] > 0)
-    if normalised is not None and texts is not None and config.verify.threshold is not None:
+    if checking:
         # The short-text policy: pairs of short texts must also share enough shingles
         # (verify.py); dropped pairs never reach the components nor pairs/.
         scored = stages.materialise("verify_texts", verify.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))

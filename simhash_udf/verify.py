@@ -23,7 +23,10 @@ a candidate pair whose shorter normalised text has fewer than L characters is ke
 the Jaccard similarity of the two texts' N-gram shingle sets is at least T; longer pairs are
 kept unchecked (simhash is reliable there, and the check would ship long texts through a
 Python UDF). `keeps` is the rule in plain Python; `verify_pairs` applies it in Spark to the
-band join's pairs, before the connected components. Exact copies are never separated: they
+band join's pairs, before the connected components. Because the check may drop a pair, the
+band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
+pairs with a short text are all listed and checked, so the clusters are the components of
+every pair within k that the policy keeps, whatever the row order. Exact copies are never separated: they
 share one text and so one fingerprint, and the job clusters them without any pair. Distinct
 texts that share a fingerprint are not checked either (no pair joins them). The defaults were
 measured by bench/short_texts.py (docs/short-texts.md).
@@ -148,6 +151,40 @@ def texts_by_fingerprint(normalised: DataFrame, texts: DataFrame, pairs: DataFra
         .join(keys, "exact_key")
         .dropDuplicates(["exact_key"])
         .select("fingerprint", "text")
+    )
+
+
+def checked_fingerprints(
+    fingerprints: DataFrame, normalised: DataFrame, texts: DataFrame, policy: VerifyConfig
+) -> DataFrame:
+    """`fingerprints` (`fingerprint`, distinct) with `checked` (bool): whether the policy
+    checks every pair the fingerprint is in, so that the band join must list those pairs
+    rather than summarise them (`join_kernel.hot_run_edges`).
+
+    normalised: `exact_key`, `text`; texts: `exact_key`, `fingerprint` (see
+    `texts_by_fingerprint`). A pair's text pairs are checked when the shorter text has fewer
+    than `policy.below_chars` characters (`is_checked`), and the pair is kept when any text
+    pair is unchecked or passes (`scored_pairs`). So a pair of two fingerprints that each
+    have a text of at least below_chars characters is always kept: such a fingerprint is
+    unchecked. Any other fingerprint is checked: all when below_chars is None, none when the
+    policy is off. A fingerprint with no known text counts as checked (listing is always
+    safe). The lengths are those `scored_pairs` compares (Spark's `length` of the text).
+    """
+    if policy.threshold is None:
+        return fingerprints.select("fingerprint", F.lit(False).alias("checked"))
+    if policy.below_chars is None:
+        return fingerprints.select("fingerprint", F.lit(True).alias("checked"))
+    longest = (
+        normalised.where(F.col("exact_key").isNotNull())
+        .groupBy("exact_key")
+        .agg(F.max(F.length("text")).alias("chars"))
+        .join(texts.where(F.col("fingerprint").isNotNull()).select("exact_key", "fingerprint"), "exact_key")
+        .groupBy("fingerprint")
+        .agg(F.max("chars").alias("chars"))
+    )
+    return fingerprints.select("fingerprint").join(longest, "fingerprint", "left").select(
+        "fingerprint",
+        F.coalesce(F.col("chars") < F.lit(policy.below_chars), F.lit(True)).alias("checked"),
     )
 
 
