@@ -17,7 +17,7 @@ Pure Python, no Spark; masks are unsigned Python ints (see `to_signed` for Spark
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
 
@@ -45,6 +45,15 @@ ROWS_PER_PARTITION = 2_000_000
 MAX_TABLES = 1000
 
 
+# How a plan was picked (`BandPlan.chosen_by`): the self-join's cost model for the run's distinct
+# fingerprints, --blocks, the lookup's cost model for a new index (`choose_index_plan`), or the
+# plan stored in an existing index's manifest.
+CHOSEN_BY_MODEL = "cost model"
+CHOSEN_BY_BLOCKS = "--blocks"
+CHOSEN_BY_LOOKUP_MODEL = "lookup cost model"
+CHOSEN_BY_MANIFEST = "index manifest"
+
+
 def to_signed(value: int) -> int:
     """The signed 64-bit reading of an unsigned 64-bit value (what Spark's LongType holds)."""
     value &= _ALL
@@ -64,10 +73,17 @@ def block_bounds(blocks: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class BandPlan:
-    """The tables of a band-split join for threshold k with `blocks` blocks."""
+    """The tables of a band-split join for threshold k with `blocks` blocks.
+
+    chosen_by and planned_for say how the plan was picked (`CHOSEN_BY_*`, and the number
+    of fingerprints the cost model was given, when it was); they are not part of the plan's
+    identity (two plans with equal k and blocks are equal) and `reason` says them in words.
+    """
 
     k: int
     blocks: int
+    chosen_by: str = field(default="", compare=False)
+    planned_for: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not 0 <= self.k < self.blocks <= BITS:
@@ -114,6 +130,18 @@ class BandPlan:
     @property
     def n_tables(self) -> int:
         return math.comb(self.blocks, self.k)
+
+    @property
+    def reason(self) -> str:
+        """How the plan was picked, in words (what report.json's `band_plan.chosen_by` says)."""
+        size = f" for {self.planned_for:,}" if self.planned_for is not None else ""
+        if self.chosen_by == CHOSEN_BY_MODEL:
+            return f"cost model{size} distinct fingerprints"
+        if self.chosen_by == CHOSEN_BY_LOOKUP_MODEL:
+            return f"lookup cost model{size} indexed fingerprints"
+        if self.chosen_by == CHOSEN_BY_MANIFEST:
+            return f"the index's manifest ({self.blocks} blocks, fixed when the index was created)"
+        return self.chosen_by or "given"
 
 
 @dataclass(frozen=True)
@@ -224,10 +252,122 @@ def plan_costs(n: int, k: int) -> list[PlanCost]:
 def choose_plan(n: int, k: int, blocks: int | None = None) -> BandPlan:
     """The plan for n distinct fingerprints: the given block count, or the cheapest one."""
     if blocks is not None:
-        return BandPlan(k, blocks)
+        return BandPlan(k, blocks, chosen_by=CHOSEN_BY_BLOCKS)
     costs = plan_costs(max(n, 2), k)
     # A bucket is handled in one Python worker: plans whose buckets would not fit one
     # partition are left out (only at n far beyond 10^11 for k = 3).
     fitting = [c for c in costs if c.mean_bucket <= ROWS_PER_PARTITION] or costs
     best = min(fitting, key=lambda c: (c.cost, c.blocks))
-    return BandPlan(k, best.blocks)
+    return BandPlan(k, best.blocks, chosen_by=CHOSEN_BY_MODEL, planned_for=n)
+
+
+# The cost model of a lookup against an index (`index_match.lookup`), in microseconds of one
+# core. The lookup is not the two-level self-join: the batch's M distinct fingerprints become
+# M x tables key rows, broadcast, and the index's N x tables stored key rows are read from
+# Parquet and probed against them (a plain equi-join on (table, key), no sub-blocks). Every
+# stored row that shares a batch row's key is a joined row that Spark checks with bit_count and
+# the canonical rule; those are the term that grows with N x M, so a plan whose keys are too
+# short for the index (a self-join plan for 10^9 has 16-bit keys: ~61,000 joined rows per batch
+# fingerprint) is far costlier here than its scan. Scanned and joined rows are priced from the
+# 10M lookup of bench/RESULTS-index.md (a stored row read and probed ~0.5 us; a joined row,
+# built and checked by Spark expressions, about twice that).
+COST_PER_STORED_ROW = 0.5
+COST_PER_MATCH = 1.0
+COST_PER_BATCH_KEY_ROW = 1.0
+# A new index's plan is fixed for its life, before any batch is seen: it is priced for daily
+# batches of this share of the planned size (10^7 new pages a day into an index of 10^9).
+LOOKUP_BATCH_SHARE = 0.01
+# Plans whose batch key rows would each meet more than this many stored rows by chance (on
+# average over tables, at the planned index size) are never chosen for an index: the joined
+# rows then outgrow the batch's own key rows, and they grow further as the index fills.
+MAX_MATCHES_PER_KEY_ROW = 1.0
+
+
+@dataclass(frozen=True)
+class LookupCost:
+    """What one lookup of a batch of m distinct fingerprints against an index of n costs.
+
+    batch_key_rows: m x tables (built and broadcast). stored_rows_scanned: n x tables (every
+    stored key row is read: random batch keys touch every key file).
+    matches_per_batch_row: stored rows expected to share a table's key with one random batch
+    fingerprint, summed over tables: n x sum over tables of 2^-key_bits.
+    joined_rows: m x matches_per_batch_row (what the equi-join hands to the distance check).
+    self_join_cost: the batch's own two-level self-join with the same plan (`plan_cost(m)`).
+    """
+
+    blocks: int
+    tables: int
+    min_key_bits: int
+    max_key_bits: int
+    index_size: int
+    batch_size: int
+    batch_key_rows: float
+    stored_rows_scanned: float
+    matches_per_batch_row: float
+    joined_rows: float
+    self_join_cost: float
+
+    @property
+    def matches_per_key_row(self) -> float:
+        """Stored rows one batch key row meets by chance, on average over tables."""
+        return self.matches_per_batch_row / self.tables
+
+    @property
+    def cost(self) -> float:
+        return (
+            COST_PER_BATCH_KEY_ROW * self.batch_key_rows
+            + COST_PER_STORED_ROW * self.stored_rows_scanned
+            + COST_PER_MATCH * self.joined_rows
+            + self.self_join_cost
+        )
+
+
+def lookup_batch_size(n: int) -> int:
+    """The batch size a new index of n fingerprints is priced for (LOOKUP_BATCH_SHARE)."""
+    return max(2, round(n * LOOKUP_BATCH_SHARE))
+
+
+def lookup_cost(n: int, m: int, k: int, blocks: int) -> LookupCost:
+    """The cost model of one lookup (see `LookupCost`): index of n, batch of m."""
+    plan = BandPlan(k, blocks)
+    if plan.n_tables <= 5000:
+        key_bits = [plan.key_bits(t) for t in range(plan.n_tables)]
+    else:  # too many tables to list; every key has about the same width
+        key_bits = [round(BITS * (blocks - k) / blocks)] * plan.n_tables
+    per_row = n * math.fsum(2.0**-b for b in key_bits)
+    return LookupCost(
+        blocks=blocks,
+        tables=plan.n_tables,
+        min_key_bits=min(key_bits),
+        max_key_bits=max(key_bits),
+        index_size=n,
+        batch_size=m,
+        batch_key_rows=float(m) * plan.n_tables,
+        stored_rows_scanned=float(n) * plan.n_tables,
+        matches_per_batch_row=per_row,
+        joined_rows=m * per_row,
+        self_join_cost=plan_cost(max(m, 2), k, blocks).cost,
+    )
+
+
+def lookup_costs(n: int, m: int, k: int) -> list[LookupCost]:
+    """The lookup cost of every plan with at most MAX_TABLES tables, fewest blocks first."""
+    costs = []
+    for blocks in range(k + 1, BITS + 1):
+        if math.comb(blocks, k) > MAX_TABLES:
+            break
+        costs.append(lookup_cost(n, m, k, blocks))
+    return costs
+
+
+def choose_index_plan(n: int, k: int, blocks: int | None = None, batch: int | None = None) -> BandPlan:
+    """The plan of a new index planned for n fingerprints: the given block count, or the
+    cheapest lookup (batches of `batch`, default `lookup_batch_size(n)`) among plans whose
+    batch key rows meet at most MAX_MATCHES_PER_KEY_ROW stored rows by chance."""
+    if blocks is not None:
+        return BandPlan(k, blocks, chosen_by=CHOSEN_BY_BLOCKS)
+    n = max(n, 2)
+    costs = lookup_costs(n, batch or lookup_batch_size(n), k)
+    fitting = [c for c in costs if c.matches_per_key_row <= MAX_MATCHES_PER_KEY_ROW] or costs
+    best = min(fitting, key=lambda c: (c.cost, c.blocks))
+    return BandPlan(k, best.blocks, chosen_by=CHOSEN_BY_LOOKUP_MODEL, planned_for=n)

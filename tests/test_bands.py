@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -352,3 +353,53 @@ def test_random_candidates_match_monte_carlo(k: int, blocks: int) -> None:
     expected = plan_cost(n, k, blocks).bucket_pairs
     assert expected > 1000  # enough collisions for the comparison to mean something
     assert colliding == pytest.approx(expected, rel=0.2)
+
+
+# -- the index's plan: priced for its lookup ---------------------------------------------
+def _stored_rows_met(n: int, k: int, blocks: int) -> float:
+    """Stored rows expected to share a table's key with one random batch fingerprint, summed
+    over tables, for an index of n random fingerprints: computed from the block widths
+    alone (64 bits cut into `blocks` near-equal blocks, wider first; a table keeps
+    blocks - k of them), independently of bands.py's masks."""
+    base, extra = divmod(64, blocks)
+    widths = [base + (1 if i < extra else 0) for i in range(blocks)]
+    return sum(n / 2.0 ** sum(widths[i] for i in kept) for kept in itertools.combinations(range(blocks), blocks - k))
+
+
+@pytest.mark.parametrize("n", [10**6, 10**9, 10**10])
+def test_index_plan_keeps_stored_rows_met_per_batch_fingerprint_small(n: int) -> None:
+    from simhash_udf.bands import choose_index_plan
+
+    plan = choose_index_plan(n, 3)
+    met = _stored_rows_met(n, 3, plan.blocks)
+    # At most one stored row per batch key row by chance: the lookup's joined rows stay below
+    # its batch key rows. The self-join's plan at 10^9 (4 blocks, 16-bit keys) meets ~61,000.
+    assert met <= plan.n_tables, (plan, met)
+    assert met <= 10, (plan, met)
+    assert _stored_rows_met(10**9, 3, choose_plan(10**9, 3).blocks) > 60_000
+    # A batch of 100k against the index: joined rows by chance, well under a million.
+    assert 100_000 * met < 1_000_000
+    # And the cheapest that does so: one block fewer would break the bound (or not exist).
+    fewer = plan.blocks - 1
+    if fewer > 3:
+        assert _stored_rows_met(n, 3, fewer) > math.comb(fewer, 3)
+
+
+@pytest.mark.parametrize(("n", "blocks"), [(10**6, 5), (10**9, 6), (10**10, 7), (10**9, 4)])
+def test_lookup_cost_matches_independent_computation(n: int, blocks: int) -> None:
+    from simhash_udf.bands import lookup_cost
+
+    cost = lookup_cost(n, 100_000, 3, blocks)
+    tables = math.comb(blocks, 3)
+    assert cost.stored_rows_scanned == n * tables and cost.batch_key_rows == 100_000 * tables
+    assert cost.matches_per_batch_row == pytest.approx(_stored_rows_met(n, 3, blocks), rel=1e-9)
+    assert cost.joined_rows == pytest.approx(100_000 * _stored_rows_met(n, 3, blocks), rel=1e-9)
+
+
+def test_index_plan_says_how_it_was_chosen() -> None:
+    from simhash_udf.bands import choose_index_plan
+
+    assert choose_index_plan(10**9, 3, blocks=5) == BandPlan(3, 5)
+    assert choose_index_plan(10**9, 3, blocks=5).reason == "--blocks"
+    assert choose_index_plan(10**9, 3).reason == "lookup cost model for 1,000,000,000 indexed fingerprints"
+    assert choose_plan(12_345, 3).reason == "cost model for 12,345 distinct fingerprints"
