@@ -9,6 +9,7 @@ Entry point only: the command line, the session, and a summary. The work is
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -17,7 +18,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from simhash_udf import io, pipeline, report, verify, warc
+from simhash_udf import bands, io, pipeline, report, verify, warc
 from simhash_udf.config import (
     EXTRACT_MODES,
     MAX_K,
@@ -30,6 +31,7 @@ from simhash_udf.config import (
     IndexOptions,
     VerifyConfig,
 )
+from simhash_udf.index import IndexStore
 from simhash_udf.index_run import IndexSession
 from simhash_udf.session import get_session
 
@@ -176,8 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument(
         "--explain", action="store_true",
-        help="print every band plan for the input's row count and k (the chosen one marked), "
-        "then stop: nothing is fingerprinted or written",
+        help="print the band plan a run would use and why (the cost model for the input's row count, "
+        "an upper bound on its distinct fingerprints; --blocks; or, with --index, the index's manifest), "
+        "the other plans, and the stages, then stop: nothing is fingerprinted or written",
     )
     parser.add_argument(
         "--master", default=None,
@@ -262,6 +265,18 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def explain_index(spark: SparkSession, args: argparse.Namespace) -> report.IndexExplain:
+    """What --explain shows of --index: the newest manifest's plan and size (read only), or
+    that the run would create the index with --index-size."""
+    store = IndexStore(spark, args.index)
+    latest = store.latest()
+    if latest is None:
+        return report.IndexExplain(store.root, None, 0, args.index_size)
+    plan = dataclasses.replace(latest.plan, chosen_by=bands.CHOSEN_BY_MANIFEST)
+    fingerprints = sum(r.keys for r in latest.runs) // plan.n_tables
+    return report.IndexExplain(store.root, plan, fingerprints, args.index_size)
+
+
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -281,10 +296,15 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         except io.InputError as error:
             print(f"dedupe.py: error: {error}", file=sys.stderr)
             return 2
+        try:
+            index = explain_index(spark, args) if args.index else None
+        except io.InputError as error:
+            print(f"dedupe.py: error: {error}", file=sys.stderr)
+            return 2
         print(report.explain(
             source.rows, config.k, config.blocks, fmt=source.format,
             fingerprint_col=bool(config.fingerprint_col), write_pairs=config.write_pairs,
-            verify_texts=config.verify.threshold is not None,
+            verify_texts=config.verify.threshold is not None, index=index,
         ))
         return 0
     try:

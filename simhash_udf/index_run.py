@@ -32,7 +32,7 @@ from simhash_udf.index import (
     now_iso,
     write_segment,
 )
-from simhash_udf.pipeline import NearDuplicates, Stages, _join_stats, fingerprint_documents
+from simhash_udf.pipeline import NearDuplicates, Stages, fingerprint_documents
 
 log = logging.getLogger("simhash_udf")
 
@@ -71,6 +71,9 @@ class IndexSession:
     new_manifest: Manifest | None = None
     committed: bool = False
     _written: bool = False
+    # The plan this run uses, saying how it was picked: the lookup's cost model (or --blocks)
+    # when this run creates the index, the manifest's otherwise.
+    plan: bands.BandPlan | None = None
 
     @staticmethod
     def open(spark: SparkSession, options: IndexOptions, config: DedupeConfig, input_path: str) -> IndexSession:
@@ -86,14 +89,16 @@ class IndexSession:
         run_id = options.run_id or f"input-{digest}"
         settings = fingerprint_settings(config)
         if latest is None:
-            plan = bands.choose_plan(options.expected_size, config.k, config.blocks)
+            # The index's plan is priced for its own lookup, not for the self-join (see
+            # `bands.choose_index_plan`); it is fixed for the index's life.
+            plan = bands.choose_index_plan(options.expected_size, config.k, config.blocks)
             base = Manifest(
                 version=0, k=plan.k, blocks=plan.blocks, fingerprint=settings, id_type="",
                 created_at=now_iso(),
             )
             log.info(
-                "index %s: new; band plan %d blocks, %d tables (for %s fingerprints)",
-                store.root, plan.blocks, plan.n_tables, f"{options.expected_size:,}",
+                "index %s: new; band plan %d blocks, %d tables (%s)",
+                store.root, plan.blocks, plan.n_tables, plan.reason,
             )
             replacing = None
         else:
@@ -125,8 +130,10 @@ class IndexSession:
                 "index %s: %d segment folder(s) no version uses (killed or replaced runs); "
                 "jobs/index.py compact removes them", store.root, len(leftovers),
             )
+        if latest is not None:
+            plan = dataclasses.replace(base.plan, chosen_by=bands.CHOSEN_BY_MANIFEST)
         return IndexSession(
-            store, options, run_id, digest, latest, base, replacing, store.new_segment(run_id)
+            store, options, run_id, digest, latest, base, replacing, store.new_segment(run_id), plan=plan
         )
 
     # -- finding -------------------------------------------------------------------------
@@ -137,7 +144,7 @@ class IndexSession:
         Clusters and pairs have the columns of `NearDuplicates`; `pairs` holds the pairs
         with at least one fingerprint new to the index (older ones were output before).
         """
-        plan = self.base.plan
+        plan = self.plan or self.base.plan
         fingerprinted, normalised, texts = fingerprint_documents(docs, config, stages)
         id_type = fingerprinted.schema["id"].dataType.simpleString()
         if self.base.id_type and self.base.id_type != id_type:
@@ -164,17 +171,32 @@ class IndexSession:
         active = F.col("reason").isNull() & F.col("fingerprint").isNotNull()
         batch = stages.materialise("distinct_fingerprints", marked.where(active).select("fingerprint").distinct())
         n = stages.rows["distinct_fingerprints"]
-        matches = self._stage(stages, "index_lookup", index_match.lookup(batch, keys, plan, n))
+        found = self._guarded(lambda: index_match.lookup(
+            batch, keys, plan, n, materialise=lambda frame: stages.materialise("index_lookup", frame)
+        ))
+        matches = self._stage(stages, "index_lookup", found.matches)
+        links = self._stage(stages, "index_lookup", found.links) if found.stats["hot_lookup_buckets"] else None
         indexed_fps = matches.where("distance = 0").select(F.col("fp_new").alias("fingerprint"))
         new_fps = batch.join(indexed_fps, "fingerprint", "left_anti")
+        # The batch's own pairs: the self-join's two-level join, hot runs summarised as
+        # without an index (pipeline.find_near_duplicates).
+        joined = stages.materialise("verify", join.band_join(batch, plan, n))
         with stages.timed("candidates"):
-            stats = _join_stats(batch, plan, n)
+            stats = join_counts(join.join_stats(joined, plan, n), found.stats)
         stats["distinct_fingerprints"] = n
-        batch_pairs = stages.materialise("verify", join.near_duplicate_pairs(batch, plan))
+        # What the report prices the lookup for: the fingerprints the index held (key rows per table).
+        stats["index_fingerprints"] = sum(r.keys for r in self.base.runs) // plan.n_tables
+        self.stats.update(found.stats)
+        batch_pairs = stages.materialise(
+            "verify", join.join_pairs(joined, summarised=stats["self_join_summarised_runs"] > 0)
+        )
         near_index = matches.where("distance > 0")
         edges = batch_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")).unionByName(
             near_index.select(F.col("fp_new").alias("src"), F.col("fp_old").alias("dst"))
         )
+        if links is not None:
+            # Paths of a hot bucket's summary that run through indexed fingerprints.
+            edges = edges.unionByName(links)
         components = stages.materialise(
             "components",
             connected_components(edges, materialise=lambda frame: stages.materialise("components", frame)),
@@ -182,7 +204,16 @@ class IndexSession:
         exact_entries = None
         if entries is not None:
             run_seq = {r.run_id: r.seq for r in self.base.runs}
-            by_component, bridges = index_match.indexed_clusters(matches, components, entries, run_seq)
+            reached = matches
+            if links is not None:
+                # Indexed fingerprints a component reaches through a hot bucket's links are
+                # its indexed members too (their clusters count for its choice and bridges).
+                reached = matches.unionByName(
+                    links.select(F.col("src").alias("fp_new"), F.col("dst").alias("fp_old"), F.lit(1).alias("distance"))
+                ).unionByName(
+                    links.select(F.col("dst").alias("fp_new"), F.col("src").alias("fp_old"), F.lit(1).alias("distance"))
+                )
+            by_component, bridges = index_match.indexed_clusters(reached, components, entries, run_seq)
             by_component = self._stage(stages, "index_clusters", by_component)
             self.stats["bridged_components"] = bridges.count()
             self.stats["bridged_clusters"] = int(bridges.agg(F.sum("clusters")).first()[0] or 0)
@@ -313,11 +344,34 @@ class IndexSession:
             "replaced_run": self.replacing is not None,
             "base_version": self.latest.version if self.latest else 0,
             "version": manifest.version,
-            "band_plan": {"k": plan.k, "blocks": plan.blocks, "tables": plan.n_tables},
+            "band_plan": {
+                "k": plan.k, "blocks": plan.blocks, "tables": plan.n_tables,
+                "chosen_by": (self.plan or plan).reason,
+            },
             "entries_before": sum(r.entries for r in self.base.runs),
             "runs_before": len(self.base.runs),
             **self.stats,
         }
+
+
+def join_counts(self_join: dict[str, Any], lookup: dict[str, Any]) -> dict[str, Any]:
+    """The join section's counts of a run against the index, with the meanings they have
+    without an index (`join.join_stats`): candidate_pairs = comparisons made, here those of
+    the batch's self-join plus those of the lookup (stored rows joined to a batch row's key,
+    each checked by bit_count, and the comparisons of summarised hot lookup buckets);
+    summarised_runs counts the self-join's hot runs and the lookup's hot buckets, since
+    either leaves pairs/ with only enough of their pairs for exact clusters. The two parts
+    are kept apart as self_join_candidate_pairs / lookup_candidate_pairs and
+    self_join_summarised_runs / hot_lookup_buckets."""
+    return {
+        **self_join,
+        "candidate_pairs": self_join["candidate_pairs"] + lookup["lookup_candidate_pairs"],
+        "self_join_candidate_pairs": self_join["candidate_pairs"],
+        "lookup_candidate_pairs": lookup["lookup_candidate_pairs"],
+        "summarised_runs": self_join["summarised_runs"] + lookup["hot_lookup_buckets"],
+        "self_join_summarised_runs": self_join["summarised_runs"],
+        "hot_lookup_buckets": lookup["hot_lookup_buckets"],
+    }
 
 
 def by_component_empty(spark: SparkSession) -> DataFrame:

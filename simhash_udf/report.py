@@ -123,8 +123,12 @@ def build(
             "distinct_fingerprints": join_stats["distinct_fingerprints"],
         },
         "cluster_sizes": summary["cluster_sizes"],
-        "band_plan": plan_summary(plan, join_stats["distinct_fingerprints"], config.blocks is None),
+        "band_plan": plan_summary(
+            plan, join_stats["distinct_fingerprints"], config.blocks is None, join_stats.get("index_fingerprints")
+        ),
         "join": {
+            # Comparisons made (each a pair checked by popcount): the two-level join's
+            # candidates, plus, against an index, the lookup's (see `index_run.join_counts`).
             "candidate_pairs": join_stats["candidate_pairs"],
             "verified_pairs": sum(summary["distances"].values()),
             "largest_bucket": join_stats["largest_bucket"],
@@ -135,6 +139,7 @@ def build(
             "summarised_buckets": join_stats.get("summarised_runs", 0),
             "summary_edges": join_stats.get("summary_edges", 0),
             "pairs_summarised": bool(join_stats.get("summarised_runs", 0)),
+            **{key: join_stats[key] for key in _INDEX_JOIN_COUNTS if key in join_stats},
         },
         "distances": summary["distances"],
         "stage_seconds": dict(stages.seconds),
@@ -143,11 +148,32 @@ def build(
     }
 
 
-def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[str, Any]:
-    """The band plan as the report shows it."""
+# The join counts a run against an index adds to report.json's `join` (`index_run.join_counts`).
+_INDEX_JOIN_COUNTS = (
+    "self_join_candidate_pairs", "lookup_candidate_pairs", "self_join_summarised_runs", "hot_lookup_buckets",
+)
+
+
+def plan_summary(
+    plan: bands.BandPlan, n: int, chosen_by_model: bool = True, index_fingerprints: int | None = None
+) -> dict[str, Any]:
+    """The band plan as the report shows it: the plan that ran, how it was picked, and what
+    the cost model expects of it for this run.
+
+    n: the run's distinct fingerprints. chosen_by: `plan.reason` ("cost model for N distinct
+    fingerprints", "--blocks", "the index's manifest (...)", ...); a plan that does not say
+    falls back on chosen_by_model. index_fingerprints: for a run against an index, the
+    fingerprints it held; then `lookup` prices the lookup of the n against them
+    (`bands.lookup_cost`), and expected_random_candidates is the self-join's plus the
+    lookup's expected joined rows, so it estimates what join.candidate_pairs counts.
+    """
     cost = bands.plan_cost(max(n, 2), plan.k, plan.blocks)
-    return {
-        "chosen_by": "cost model" if chosen_by_model else "--blocks",
+    if plan.chosen_by:
+        chosen_by = plan.reason
+    else:
+        chosen_by = "cost model" if chosen_by_model else "--blocks"
+    summary: dict[str, Any] = {
+        "chosen_by": chosen_by,
         "k": plan.k,
         "blocks": plan.blocks,
         "tables": plan.n_tables,
@@ -157,6 +183,18 @@ def plan_summary(plan: bands.BandPlan, n: int, chosen_by_model: bool) -> dict[st
         "sub_blocks": cost.sub_blocks,
         "expected_random_candidates": round(cost.random_candidates, 1),
     }
+    if index_fingerprints is not None:
+        lookup = bands.lookup_cost(index_fingerprints, n, plan.k, plan.blocks)
+        summary["lookup"] = {
+            "index_fingerprints": index_fingerprints,
+            "batch_fingerprints": n,
+            "stored_rows_scanned": int(lookup.stored_rows_scanned),
+            "batch_key_rows": int(lookup.batch_key_rows),
+            "expected_stored_rows_met_per_fingerprint": float(f"{lookup.matches_per_batch_row:.4g}"),
+            "expected_joined_rows": round(lookup.joined_rows, 1),
+        }
+        summary["expected_random_candidates"] = round(cost.random_candidates + lookup.joined_rows, 1)
+    return summary
 
 
 def run_stages(
@@ -200,6 +238,21 @@ def run_stages(
     return stages
 
 
+@dataclasses.dataclass(frozen=True)
+class IndexExplain:
+    """What --explain knows of the --index a run would use.
+
+    plan: the manifest's plan of an existing index (None: the run would create the index and
+    choose its plan with `bands.choose_index_plan`). fingerprints: the fingerprints it holds
+    (0 for a new one). expected_size: --index-size (what a new index is planned for).
+    """
+
+    path: str
+    plan: bands.BandPlan | None
+    fingerprints: int
+    expected_size: int
+
+
 def explain(
     n: int,
     k: int,
@@ -209,25 +262,48 @@ def explain(
     fingerprint_col: bool = False,
     write_pairs: bool = True,
     verify_texts: bool = True,
+    index: IndexExplain | None = None,
 ) -> str:
-    """Every band plan for n fingerprints at threshold k, as a text table, the chosen one
-    marked, the candidate pairs to expect from it and the stages the run would go through:
-    what `--explain` prints (fmt, fingerprint_col, write_pairs, verify_texts: see `run_stages`)."""
+    """What `--explain` prints: the band plan a run would use and why, the other plans it was
+    chosen from, the candidate pairs to expect, and the stages the run would go through (fmt,
+    fingerprint_col, write_pairs, verify_texts: see `run_stages`).
+
+    n is the input's row count, an upper bound on the distinct fingerprints the run plans
+    for: said so, since the run may then pick fewer blocks (report.json's
+    `band_plan.chosen_by` names the plan that ran and the number it was priced for).
+    index: the run is against an index: its plan is the manifest's (or, for a new index, the
+    lookup cost model's for --index-size), priced for the lookup of n fingerprints.
+    """
+    if index is None:
+        lines = _explain_self_join(n, k, blocks)
+    else:
+        lines = _explain_index(n, k, blocks, index)
+    lines.append(
+        f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
+        "it runs, and its time and rows at its end):"
+    )
+    for name, what in run_stages(fmt, fingerprint_col, write_pairs, verify_texts):
+        lines.append(f"  {name:<22} {what}")
+    return "\n".join(lines)
+
+
+def _explain_self_join(n: int, k: int, blocks: int | None) -> list[str]:
+    """--explain without an index: the self-join's plans for n rows (`bands.plan_costs`)."""
     chosen = bands.choose_plan(n, k, blocks)
     # The chosen plan and a few wider ones: further rows only add tables.
     costs = [c for c in bands.plan_costs(max(n, 2), k) if c.blocks <= chosen.blocks + 3]
     if all(c.blocks != chosen.blocks for c in costs):
         costs.append(bands.plan_cost(max(n, 2), k, chosen.blocks))
+    why = f"chosen by the cost model for {n:,} rows" if blocks is None else "--blocks"
     lines = [
-        f"band plans for {n:,} fingerprints (an upper bound on the distinct ones), k = {k}:",
+        f"band plans for {n:,} fingerprints (the input's rows: an upper bound on the distinct ones), k = {k}:",
         f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {'rows shuffled':>14} "
         f"{'random candidates':>18} {'bucket pairs':>16} {'shuffle bytes':>14} {'partitions':>10}",
     ]
     for c in costs:
-        mark = "  <- " + ("chosen by the cost model" if blocks is None else "--blocks") if c.blocks == chosen.blocks else ""
-        bits = f"{c.min_key_bits}" if c.min_key_bits == c.max_key_bits else f"{c.min_key_bits}-{c.max_key_bits}"
+        mark = f"  <- {why}" if c.blocks == chosen.blocks else ""
         lines.append(
-            f"  {c.blocks:>6} {c.tables:>6} {bits:>9} {c.rows_shuffled:>14,.0f} "
+            f"  {c.blocks:>6} {c.tables:>6} {_bits(c.min_key_bits, c.max_key_bits):>9} {c.rows_shuffled:>14,.0f} "
             f"{c.random_candidates:>18,.0f} {c.bucket_pairs:>16,.0f} {c.shuffle_bytes:>14,.0f} "
             f"{c.partitions:>10,}{mark}"
         )
@@ -238,16 +314,90 @@ def explain(
         "candidates = pairs sharing a key and a sub-block by chance (each checked with popcount "
         "and dropped); bucket pairs = pairs sharing a key, what verifying whole buckets would cost."
     )
+    if blocks is None:
+        lines.append(
+            f"The run plans for its distinct fingerprints, at most these {n:,} rows (exact copies and "
+            "too-short texts count once or not at all): with fewer it may choose fewer blocks. "
+            "report.json's band_plan.chosen_by names the plan that ran and the number it was priced for."
+        )
     cost = bands.plan_cost(max(n, 2), k, chosen.blocks)
     lines.append(
         f"expected candidate pairs with the chosen plan: about {cost.random_candidates:,.0f} by chance "
         "(fingerprints spread at random), plus the near-duplicate pairs themselves, which only "
-        "the run counts (report.json: join.candidate_pairs)."
+        "the run counts (report.json: join.candidate_pairs, the comparisons made)."
     )
+    return lines
+
+
+def _explain_index(n: int, k: int, blocks: int | None, index: IndexExplain) -> list[str]:
+    """--explain with --index: the manifest's plan, or a new index's lookup plans."""
+    m = max(n, 2)
+    lines = []
+    if index.plan is not None:
+        chosen = index.plan
+        why = "the index's manifest"
+        lines.append(
+            f"band plan: from the manifest of the index {index.path}: k = {chosen.k}, {chosen.blocks} "
+            f"blocks, {chosen.n_tables} tables, fixed when the index was created (--k must equal it; "
+            "--blocks must be left out or equal)."
+        )
+        if chosen.k != k or (blocks is not None and blocks != chosen.blocks):
+            lines.append(
+                f"This run asks for k = {k}{f', --blocks {blocks}' if blocks is not None else ''}: "
+                "it would be refused (exit code 2)."
+            )
+        size = index.fingerprints
+        lines.append(
+            f"lookup plans for {n:,} fingerprints (the input's rows: an upper bound on the distinct ones) "
+            f"against the {size:,} the index holds, k = {chosen.k}:"
+        )
+    else:
+        chosen = bands.choose_index_plan(index.expected_size, k, blocks)
+        why = (
+            f"chosen by the lookup cost model for {index.expected_size:,} indexed fingerprints"
+            if blocks is None else "--blocks"
+        )
+        size = index.expected_size
+        lines.append(
+            f"the index {index.path} does not exist yet: this run creates it with the plan marked "
+            f"below, fixed for its life (--index-size {index.expected_size:,}). Plans are priced for "
+            f"the lookup of daily batches of {bands.lookup_batch_size(size):,} fingerprints against "
+            f"{size:,}; a plan whose batch keys would each meet more than "
+            f"{bands.MAX_MATCHES_PER_KEY_ROW:g} stored row by chance is never chosen."
+        )
+        lines.append(f"lookup plans for {n:,} fingerprints (the input's rows) against {size:,}, k = {k}:")
+    costs = [c for c in bands.lookup_costs(max(size, 2), m, chosen.k) if c.blocks <= chosen.blocks + 2]
+    if all(c.blocks != chosen.blocks for c in costs):
+        costs.append(bands.lookup_cost(max(size, 2), m, chosen.k, chosen.blocks))
     lines.append(
-        f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
-        "it runs, and its time and rows at its end):"
+        f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {'stored rows read':>17} "
+        f"{'met per fingerprint':>20} {'joined rows':>16} {'batch key rows':>15}"
     )
-    for name, what in run_stages(fmt, fingerprint_col, write_pairs, verify_texts):
-        lines.append(f"  {name:<22} {what}")
-    return "\n".join(lines)
+    for c in costs:
+        mark = f"  <- {why}" if c.blocks == chosen.blocks else ""
+        lines.append(
+            f"  {c.blocks:>6} {c.tables:>6} {_bits(c.min_key_bits, c.max_key_bits):>9} "
+            f"{c.stored_rows_scanned:>17,.0f} {c.matches_per_batch_row:>20,.3f} {c.joined_rows:>16,.0f} "
+            f"{c.batch_key_rows:>15,.0f}{mark}"
+        )
+    lines.append(
+        "The lookup is an equi-join of the batch's key rows (fingerprints x tables, broadcast) with "
+        "the index's stored key rows (all read); met per fingerprint = stored rows sharing a table's "
+        "key with one random batch fingerprint, summed over tables; joined rows = the batch x that, "
+        "each checked with bit_count. The batch is also joined with itself with the same plan, and "
+        "a (table, key) bucket hot on both sides is summarised, not joined in full."
+    )
+    lookup = bands.lookup_cost(max(size, 2), m, chosen.k, chosen.blocks)
+    self_join = bands.plan_cost(m, chosen.k, chosen.blocks)
+    lines.append(
+        f"expected candidate pairs with this plan: about {lookup.joined_rows + self_join.random_candidates:,.0f} "
+        f"by chance ({lookup.joined_rows:,.0f} in the lookup, {self_join.random_candidates:,.0f} in the "
+        "batch's self-join), plus the near-duplicate pairs themselves, which only the run counts "
+        "(report.json: join.candidate_pairs, the comparisons made, and its parts "
+        "lookup_candidate_pairs and self_join_candidate_pairs)."
+    )
+    return lines
+
+
+def _bits(lo: int, hi: int) -> str:
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
