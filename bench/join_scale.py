@@ -189,6 +189,8 @@ class TreeMemory:
     def __init__(self, pid: int, interval: float = 0.2):
         self.pid, self.interval = pid, interval
         self.peak_total = self.peak_jvm = self.peak_python = 0
+        # The largest single Python worker: what one task's numpy holds (a hot bucket).
+        self.peak_python_one = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -212,6 +214,7 @@ class TreeMemory:
                     jvm += rss
                 elif name.startswith("python") and pid != self.pid:
                     python += rss
+                    self.peak_python_one = max(self.peak_python_one, rss)
                 todo.extend(children.get(pid, []))
             self.peak_total = max(self.peak_total, total)
             self.peak_jvm = max(self.peak_jvm, jvm)
@@ -340,7 +343,7 @@ def run_bounded(command: list[str], timeout: float) -> tuple[dict, str | None]:
             process.communicate()
             stdout = None
     result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
-              "peak_python_workers_rss": peak.peak_python}
+              "peak_python_workers_rss": peak.peak_python, "peak_python_worker_rss": peak.peak_python_one}
     if stdout is None:
         result["status"] = f"killed after the {timeout:.0f} s timeout"
     elif process.returncode != 0:
