@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, IntegralType, LongType, StringType
+from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
 
 from simhash_udf import udfs
 from simhash_udf.config import DedupeConfig, FingerprintConfig
-from simhash_udf.io import CORRUPT_COLUMN, DAMAGE_COLUMN, InputError
+from simhash_udf.io import CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
 
 # Reasons a document is skipped (status `skipped`) or matched only exactly.
 EMPTY = "empty"
@@ -24,6 +24,9 @@ UNPARSEABLE = "unparseable"
 NULL_ID = "null_id"
 DAMAGED_FILE = "damaged_file"
 DUPLICATE_ID = "duplicate_id"
+# rejected/: the exact bytes of an unparseable line that was not valid UTF-8 (its
+# `_corrupt_record` holds the line with each invalid sequence replaced by U+FFFD).
+CORRUPT_BYTES_COLUMN = "_corrupt_bytes"
 
 
 def needed_columns(config: DedupeConfig) -> list[str]:
@@ -50,7 +53,7 @@ def complete_columns(frame: DataFrame, config: DedupeConfig) -> DataFrame:
     its rows (if any) are then rejected with their reason instead of the run stopping on a
     missing column. An input with columns but not the ones asked for is left to
     `check_columns` (most likely a wrong --id-col or --text-col)."""
-    helpers = {CORRUPT_COLUMN, DAMAGE_COLUMN}
+    helpers = {CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN}
     if any(name not in helpers for name in frame.columns):
         return frame
     for name in needed_columns(config):
@@ -61,7 +64,7 @@ def complete_columns(frame: DataFrame, config: DedupeConfig) -> DataFrame:
 def check_columns(frame: DataFrame, config: DedupeConfig) -> None:
     """Raise InputError naming any column the run needs that is missing or of the wrong type."""
     fields = {f.name: f.dataType for f in frame.schema.fields}
-    available = ", ".join(n for n in fields if n not in (CORRUPT_COLUMN, DAMAGE_COLUMN)) or "(none)"
+    available = ", ".join(n for n in fields if n not in (CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN)) or "(none)"
     missing = [c for c in needed_columns(config) if c not in fields]
     if missing:
         raise InputError(f"missing column(s) {', '.join(map(repr, missing))}; the input has: {available}")
@@ -83,14 +86,53 @@ def check_columns(frame: DataFrame, config: DedupeConfig) -> None:
         )
 
 
+def valid_strings(frame: DataFrame) -> DataFrame:
+    """`frame` with every string column valid UTF-8, and `_invalid_bytes` (bool) true on the
+    rows where some string was not (or where the reader already said so).
+
+    Each invalid sequence becomes U+FFFD (Spark's `make_valid_utf8`, which replaces as
+    Python's decoder does), so every output can be read by Arrow, pandas and DuckDB, which
+    refuse invalid UTF-8 in a string column. The raw bytes of an invalid `_corrupt_record`
+    are kept as `_corrupt_bytes` (binary). Only top-level string columns are repaired:
+    strings nested in structs, arrays or maps (Parquet input only; JSON lines are repaired
+    whole by the reader) are left as they are.
+    """
+    strings = [f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)]
+    invalid = [F.coalesce(~F.is_valid_utf8(F.col(name)), F.lit(False)) for name in strings]
+    if INVALID_BYTES_COLUMN in frame.columns:
+        invalid.append(F.coalesce(F.col(INVALID_BYTES_COLUMN), F.lit(False)))
+    flag = F.lit(False)
+    for column in invalid:
+        flag = flag | column
+    extra = []
+    if CORRUPT_COLUMN in strings:
+        raw = F.col(CORRUPT_COLUMN)
+        extra.append(F.when(~F.is_valid_utf8(raw), raw.cast(BinaryType())).alias(CORRUPT_BYTES_COLUMN))
+    repaired = [
+        F.make_valid_utf8(F.col(name)).alias(name) if name in strings else F.col(name)
+        for name in frame.columns if name != INVALID_BYTES_COLUMN
+    ]
+    return frame.select(*repaired, *extra, flag.cast(BooleanType()).alias(INVALID_BYTES_COLUMN))
+
+
+def input_columns(documents: DataFrame) -> DataFrame:
+    """Documents with their input columns only (`_invalid_bytes` dropped): what deduped/ holds."""
+    return documents.drop(INVALID_BYTES_COLUMN)
+
+
 def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
-    """Split input rows into (documents, rejected).
+    """Split input rows into (documents, rejected), every string made valid UTF-8 first.
 
     Rejected rows are those of a damaged file (`_damaged_file` set: text input), those that
     did not parse (`_corrupt_record` set) and those with a null id; they keep all their input
-    columns plus `reason` (`damaged_file`, `unparseable` or `null_id`). Documents are the
-    other rows, without the helper columns.
+    columns plus `reason` (`damaged_file`, `unparseable` or `null_id`), `_invalid_bytes` and,
+    for an unparseable line that was not valid UTF-8, its bytes in `_corrupt_bytes` (see
+    `valid_strings`). Documents are the other rows, without the helper columns but
+    `_invalid_bytes` (counted as `invalid_utf8_documents` by `normalise_documents`; drop it
+    with `input_columns`).
     """
+    frame = valid_strings(frame)
+
     def flag(name: str) -> Column:
         return F.col(name).isNotNull() if name in frame.columns else F.lit(False)
 
@@ -101,7 +143,7 @@ def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
     )
     flagged = frame.withColumn("reason", reason)
     documents = flagged.where(F.col("reason").isNull()).drop("reason")
-    documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN) if c in documents.columns])
+    documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN, CORRUPT_BYTES_COLUMN) if c in documents.columns])
     return documents, flagged.where(F.col("reason").isNotNull())
 
 
@@ -139,13 +181,19 @@ def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame
 
     exact_key is SHA-256 of the normalised text's UTF-8, computed in Spark SQL: documents
     with equal keys are exact duplicates. Empty documents (null, empty or whitespace only
-    after normalisation) have reason `empty` and no key.
+    after normalisation) have reason `empty` and no key. invalid_utf8 is also true when the
+    input row's `_invalid_bytes` is (its bytes were repaired before: `rejected_rows`).
     """
+    repaired = (
+        F.coalesce(F.col(INVALID_BYTES_COLUMN), F.lit(False))
+        if INVALID_BYTES_COLUMN in documents.columns else F.lit(False)
+    )
     raw = F.col(config.text_col).cast("binary")
     normalised = documents.select(
         F.col(config.id_col).alias("id"),
         *_keep_by(config),
         udfs.normalised_text(raw, config.html, config.extract).alias("n"),
+        repaired.alias("repaired"),
     )
     text = F.col("n.text")
     empty = text.isNull() | (F.length(text) == 0)
@@ -154,7 +202,7 @@ def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame
         *(["keep_by"] if config.keep_by else []),
         F.when(empty, F.lit(None)).otherwise(text).alias("text"),
         F.when(empty, F.lit(None)).otherwise(F.unhex(F.sha2(text, 256))).alias("exact_key"),
-        F.col("n.invalid_utf8").alias("invalid_utf8"),
+        (F.col("n.invalid_utf8") | F.col("repaired")).alias("invalid_utf8"),
         F.col("n.extract_fallback").alias("extract_fallback"),
         F.when(empty, F.lit(EMPTY)).alias("reason"),
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import NamedTuple
 
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 
@@ -104,8 +105,24 @@ def choose_encoding(body: bytes, http_charset: str | None, html: bool = True) ->
     return decode_html(body, http_charset, html)[1:]
 
 
+class Decoded(NamedTuple):
+    """A page's bytes decoded: `text`, the `codec` and its `source` (see `choose_encoding`),
+    and `valid`: False when some bytes were not valid in that codec (they were replaced or
+    read with a fallback encoding; the job counts such documents as `invalid_utf8_documents`)."""
+
+    text: str
+    codec: str
+    source: str
+    valid: bool
+
+
 def decode_html(body: bytes, http_charset: str | None = None, html: bool = True) -> tuple[str, str, str]:
-    """(text, codec, source) of a page's bytes; see `choose_encoding` for the order.
+    """(text, codec, source) of a page's bytes; see `decode_page`."""
+    return decode_page(body, http_charset, html)[:3]
+
+
+def decode_page(body: bytes, http_charset: str | None = None, html: bool = True) -> Decoded:
+    """A page's bytes decoded (`Decoded`); see `choose_encoding` for the order.
 
     Undeclared pages that are valid UTF-8 are UTF-8 (most of the web is, and bytes that are
     valid UTF-8 almost never are anything else); the others go to uchardet. Bytes the
@@ -115,7 +132,7 @@ def decode_html(body: bytes, http_charset: str | None = None, html: bool = True)
     declared = declared_encoding(body, http_charset, html)
     if declared is None:
         try:
-            return body.decode("utf-8"), "utf-8", DETECTED
+            return Decoded(body.decode("utf-8"), "utf-8", DETECTED, True)
         except UnicodeDecodeError:
             codec, source = detect(body), DETECTED
     else:
@@ -123,8 +140,18 @@ def decode_html(body: bytes, http_charset: str | None = None, html: bool = True)
         if codec == "utf-8":
             # The common case in one pass (bytes_to_str validates, then decodes).
             try:
-                return body.removeprefix(codecs.BOM_UTF8).decode("utf-8"), codec, source
+                return Decoded(body.removeprefix(codecs.BOM_UTF8).decode("utf-8"), codec, source, True)
             except UnicodeDecodeError:
                 pass
     text = bytes_to_str(body, codec, errors="replace", fallback_encodings=("utf-8", "cp1252"), strip_bom=True)
-    return text, codec, source
+    return Decoded(text, codec, source, codec != "utf-8" and _decodes(body, codec))
+
+
+def _decodes(body: bytes, codec: str) -> bool:
+    """True when every byte of `body` is valid in `codec` (a second, strict pass: only pages
+    that are not UTF-8 pay for it)."""
+    try:
+        body.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return False
+    return True

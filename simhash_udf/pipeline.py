@@ -402,7 +402,9 @@ def _run_staged(
             kept = clusters_frame.where(
                 (F.col("status") == clusters.KEPT) | (F.col("reason") == documents.EMPTY)
             )
-        deduped = docs.join(kept.select(F.col("id").alias(config.id_col)), config.id_col, "left_semi")
+        deduped = documents.input_columns(docs).join(
+            kept.select(F.col("id").alias(config.id_col)), config.id_col, "left_semi"
+        )
         io.write_parquet(deduped, target.path("deduped"))
     with stages.timed("report"):
         summary = report.summarise(clusters_frame, found.fingerprint_pairs)

@@ -15,7 +15,9 @@ Columns of a read (`read_records`): `id` (WARC-Record-ID), `url` (WARC-Target-UR
 `fetch_time` (WARC-Date, ISO 8601 as written), `http_status` (int, WARC only), `charset`
 (the codec the page was decoded with) and `charset_source` (`bom`, `http`, `meta`,
 `detected`; see :mod:`encoding`), `text` (the page as str: HTML for WARC, plain text for
-WET), and the helper columns `_warc_skip` (why a record is not a document), `_warc_file`
+WET), `_invalid_bytes` (True when some of the page's bytes were not valid in that charset:
+they were replaced with U+FFFD or read with a fallback encoding; counted by the job as
+`invalid_utf8_documents`, and left out of deduped/), and the helper columns `_warc_skip` (why a record is not a document), `_warc_file`
 and `_warc_damage` (what was wrong, on damaged records), which `split_records` removes.
 """
 
@@ -31,10 +33,10 @@ from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
 from simhash_udf.config import DedupeConfig
-from simhash_udf.encoding import content_type_charset, decode_html
+from simhash_udf.encoding import content_type_charset, decode_page
 
 FORMATS = ("warc", "wet")
 EXTENSIONS = {".warc": "warc", ".wet": "wet"}
@@ -44,6 +46,9 @@ SKIP_COLUMN = "_warc_skip"
 FILE_COLUMN = "_warc_file"
 DAMAGE_COLUMN = "_warc_damage"
 HELPER_COLUMNS = (SKIP_COLUMN, FILE_COLUMN, DAMAGE_COLUMN)
+# True for a row whose bytes were not valid in their encoding (any input format: see
+# `io.INVALID_BYTES_COLUMN`, which is this name); kept with the documents until deduped/.
+INVALID_BYTES_COLUMN = "_invalid_bytes"
 
 # Why a record is not a document (the `records` counts of the report).
 REVISIT = "revisit"
@@ -75,6 +80,7 @@ SCHEMA = StructType(
         StructField(SKIP_COLUMN, StringType(), True),
         StructField(FILE_COLUMN, StringType(), True),
         StructField(DAMAGE_COLUMN, StringType(), True),
+        StructField(INVALID_BYTES_COLUMN, BooleanType(), True),
     ]
 )
 Row = tuple[Any, ...]
@@ -139,11 +145,11 @@ def _drain(reader: Any) -> int:
 
 
 def _skip(reason: str, path: str, record_id: str | None = None, url: str | None = None) -> Row:
-    return (record_id, url, None, None, None, None, None, reason, path, None)
+    return (record_id, url, None, None, None, None, None, reason, path, None, None)
 
 
 def _damage(path: str, reason: str) -> Row:
-    return (None, None, None, None, None, None, None, DAMAGED_RECORD, path, reason)
+    return (None, None, None, None, None, None, None, DAMAGED_RECORD, path, reason, None)
 
 
 class _Truncated(Exception):
@@ -185,12 +191,13 @@ def _record_row(record: Any, fmt: str, path: str) -> Row:
         return _skip(NO_RECORD_ID, path, None, url)
     if fmt == "warc":
         header = record.http_headers.get("Content-Type") if record.http_headers else None
-        text, codec, source = decode_html(body, content_type_charset(header), html=True)
+        page = decode_page(body, content_type_charset(header), html=True)
         status = record.http_headers.status_code
     else:
-        text, codec, source = decode_html(body, content_type_charset(record.headers.get("Content-Type")), html=False)
+        page = decode_page(body, content_type_charset(record.headers.get("Content-Type")), html=False)
         status = None
-    return (record_id, url, record.headers.get("WARC-Date"), status, codec, source, text, None, path, None)
+    return (record_id, url, record.headers.get("WARC-Date"), status, page.codec, page.source, page.text,
+            None, path, None, not page.valid)
 
 
 def _next_record_start(stream: IO[bytes], start: int, gzipped: bool) -> int | None:

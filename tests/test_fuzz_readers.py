@@ -4,13 +4,15 @@ Each example writes files (JSON Lines, CSV, Parquet, text; plain, gzip, or gzip 
 mixing good rows with garbage: random bytes, invalid UTF-8, NUL bytes, BOMs, CRLF, nulls in
 every column, ids and texts of the wrong type, repeated ids, empty and damaged files. The test
 computes from the bytes it wrote, on its own, how many rows the input has and what becomes of
-each; then it runs `main()` and checks that
+each (a line with invalid UTF-8 is read with U+FFFD in place of each bad sequence, as README
+promises); then it runs `main()` and checks that
 
 - the job returns 0 (never a crash, never an exit 2: nothing here is a wrong command line),
 - clusters/ + rejected/ hold exactly the rows the test counted, each with a status or reason,
 - every good document is in clusters/ under its id, and rejected/ has the reasons expected,
 - report.json counts every rejection and skip by reason, the counts add up, and it names
-  every damaged file.
+  every damaged file,
+- every output folder can be read by pyarrow (no invalid UTF-8 in a string column).
 
 The examples are derandomised (the same ones on every run) and few: each is a whole Spark job.
 """
@@ -109,15 +111,22 @@ def json_key(value: Any) -> Any:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
+def decode_line(line: bytes) -> str:
+    """A line as the job must read it: invalid UTF-8 is not a reason to reject a row (README,
+    "Nothing is lost"), each invalid sequence is U+FFFD (Python's replacement), a BOM is
+    dropped."""
+    return line.decode("utf-8-sig", "replace")
+
+
 def count_json_lines(data: bytes, expected: Expected, *, string_ids: bool) -> None:
     """Classify each line as Spark's JSON reader does (one value per line; an array of
-    objects is a row per object; whitespace-only lines are no row)."""
+    objects is a row per object; whitespace-only lines are no row), invalid UTF-8 replaced."""
     for line in split_lines(data):
         if not line.strip(b" \t"):
             continue
         try:
-            value = json.loads(line.decode("utf-8-sig"))
-        except (UnicodeDecodeError, ValueError):
+            value = json.loads(decode_line(line))
+        except ValueError:
             expected.reject("unparseable")
             continue
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
@@ -208,6 +217,11 @@ def run_job(dedupe_main, spark, folder: Path, *extra: str) -> tuple[Path, int]:
 
 
 def read_outputs(spark, out: Path) -> tuple[list, list, dict]:
+    """clusters/ and rejected/ rows and the report; every output folder must also be
+    readable by pyarrow, which refuses invalid UTF-8 in a string column."""
+    for name in ("clusters", "pairs", "deduped", "rejected"):
+        if (out / name).exists():
+            assert len(pq.read_table(out / name).to_pylist()) == spark.read.parquet(str(out / name)).count(), name
     clusters = spark.read.parquet(str(out / "clusters")).collect()
     rejected = spark.read.parquet(str(out / "rejected")).collect() if (out / "rejected").exists() else []
     return clusters, rejected, json.loads((out / "report.json").read_text())
@@ -306,8 +320,8 @@ def _gunzip_prefix(data: bytes) -> bytes:
 
 def _non_integer_id(line: bytes) -> bool:
     try:
-        value = json.loads(line.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError):
+        value = json.loads(decode_line(line))
+    except ValueError:
         return False
     objects = value if isinstance(value, list) else [value]
     return any(

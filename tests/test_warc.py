@@ -275,6 +275,42 @@ def test_charset_order_and_labels():
     assert encoding.decode_html("é".encode("utf-8"), None)[0] == "é"
 
 
+def test_pages_with_bytes_invalid_in_their_charset_are_read_and_flagged(tmp_path):
+    """A record whose HTML has bytes its declared charset cannot decode is a document (never
+    an error), flagged `_invalid_bytes`; valid pages are not. The oracle is Python's strict
+    decoder for the declared charset."""
+    pages = [
+        ("utf-8", "<html><p>café au lait</p></html>".encode()),
+        ("utf-8", b"<html><p>caf\xff au lait</p></html>"),
+        ("shift_jis", "<html><p>港の新しいターミナル</p></html>".encode("shift_jis")),
+        ("shift_jis", "<html><p>港の新しいターミナル</p></html>".encode("shift_jis") + b"\x82 "),
+        ("gbk", "<html><p>中文内容</p></html>".encode("gbk") + b"\x81"),
+        (None, b"<html><p>no charset, valid</p></html>"),
+    ]
+    records = [
+        ("response", f"http://bad.example/{i}", "2024-03-01T00:00:00Z",
+         http_response(body, f"text/html; charset={charset}" if charset else "text/html"))
+        for i, (charset, body) in enumerate(pages)
+    ]
+    path = tmp_path / "bad-bytes.warc"
+    warc.write_records(str(path), records)
+    rows = [dict(zip(warc.SCHEMA.fieldNames(), row)) for row in warc.read_file(str(path), "warc")]
+    assert [r["url"] for r in rows] == [url for _, url, _, _ in records]
+
+    def strict(body: bytes, charset: str | None) -> bool:
+        try:
+            body.decode(charset or "utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    assert [r[warc.INVALID_BYTES_COLUMN] for r in rows] == [not strict(b, c) for c, b in pages]
+    assert all(r[warc.SKIP_COLUMN] is None and r["text"] for r in rows)
+    # What is valid is read exactly; a bad UTF-8 byte costs that byte only.
+    assert rows[0]["text"] == pages[0][1].decode() and rows[2]["text"] == pages[2][1].decode("shift_jis")
+    assert "au lait" in rows[1]["text"] and "caf" in rows[1]["text"]
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_chinese_encodings_through_the_job(spark, shared_data, dedupe_main, tmp_path):
