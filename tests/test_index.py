@@ -10,6 +10,7 @@ documented rules, never from the job itself.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from collections import defaultdict
@@ -403,3 +404,215 @@ def test_index_maintenance_info_remove_run_compact(spark, two_days, tmp_path, ca
     assert entry_key(entries_of(spark, index)) == day1_entries
     assert main(["info", "--index", str(index)], spark=spark) == 0
     assert "version 4" in capsys.readouterr().out
+
+
+# -- the plan: priced for the lookup, said once ----------------------------------------------
+def stored_rows_met(n: int, k: int, blocks: int) -> float:
+    """Stored rows one random batch fingerprint shares a table's key with, summed over tables,
+    in an index of n random fingerprints (block widths: 64 bits in near-equal blocks)."""
+    from itertools import combinations
+
+    base, extra = divmod(64, blocks)
+    widths = [base + (1 if i < extra else 0) for i in range(blocks)]
+    return sum(n / 2.0 ** sum(widths[i] for i in kept) for kept in combinations(range(blocks), blocks - k))
+
+
+def table_keys(fp: int, k: int, blocks: int) -> list[tuple[int, int]]:
+    """(table, key) of a fingerprint in every table: the bits of the table's blocks."""
+    from itertools import combinations
+
+    base, extra = divmod(64, blocks)
+    bounds, start = [], 0
+    for i in range(blocks):
+        width = base + (1 if i < extra else 0)
+        bounds.append((start, width))
+        start += width
+    out = []
+    for t, kept in enumerate(combinations(range(blocks), blocks - k)):
+        mask = sum(((1 << bounds[b][1]) - 1) << bounds[b][0] for b in kept)
+        out.append((t, (fp & 0xFFFFFFFFFFFFFFFF) & mask))
+    return out
+
+
+def key_sharing_pairs(new: set[int], old: set[int], k: int, blocks: int) -> int:
+    """(batch, indexed) fingerprint pairs sharing a (table, key), counted once per table:
+    the rows an equi-join of the two sides' band keys produces."""
+    from collections import Counter
+
+    old_keys = Counter(tk for fp in old for tk in table_keys(fp, k, blocks))
+    return sum(old_keys[tk] for fp in new for tk in table_keys(fp, k, blocks))
+
+
+def manifest_of(index: Path) -> dict:
+    newest = sorted((index / "manifests").glob("*.json"))[-1]
+    return json.loads(newest.read_text())
+
+
+def test_a_new_index_gets_a_plan_priced_for_its_lookup(spark, dedupe_main, tmp_path):
+    """At the default --index-size (10^9), a batch fingerprint must meet few stored rows by
+    chance once the index is full (the self-join's plan, 4 blocks, meets ~61,000)."""
+    rows = planted_rows(seed=11, groups=5, singletons=20)
+    (day,) = write_days(tmp_path, rows, days=1, seed=1)
+    index = tmp_path / "index"
+    assert run_job(dedupe_main, spark, day, tmp_path / "out", index, "--run-id", "d1") == 0
+    blocks = manifest_of(index)["blocks"]
+    met = stored_rows_met(10**9, K, blocks)
+    assert met <= math.comb(blocks, K) and met <= 10, (blocks, met)
+    plan = report_of(tmp_path / "out")["band_plan"]
+    assert plan["blocks"] == blocks
+    assert plan["chosen_by"] == "lookup cost model for 1,000,000,000 indexed fingerprints"
+
+
+@pytest.fixture(scope="module")
+def seven_blocks(spark, dedupe_main, tmp_path_factory):
+    """Day 1 without an index and into a new index, both with --blocks 7; day 2 against the
+    index without --blocks (so the manifest's plan is the only reason for 7 blocks)."""
+    folder = tmp_path_factory.mktemp("seven_blocks")
+    rows = planted_rows(seed=21, groups=40, singletons=150)
+    day1, day2 = write_days(folder, rows, days=2, seed=2)
+    index = folder / "index"
+    assert run_job(dedupe_main, spark, day1, folder / "plain1", None, "--blocks", "7") == 0
+    assert run_job(dedupe_main, spark, day1, folder / "out1", index, "--blocks", "7", "--run-id", "d1") == 0
+    assert run_job(dedupe_main, spark, day2, folder / "out2", index, "--run-id", "d2") == 0
+    return {"folder": folder, "day1": day1, "day2": day2, "index": index}
+
+
+def test_report_of_an_index_run_says_the_plan_came_from_the_manifest(seven_blocks):
+    assert manifest_of(seven_blocks["index"])["blocks"] == 7
+    day1 = report_of(seven_blocks["folder"] / "out1")
+    assert day1["band_plan"]["blocks"] == 7 and day1["band_plan"]["chosen_by"] == "--blocks"
+    report = report_of(seven_blocks["folder"] / "out2")
+    plan = report["band_plan"]
+    assert plan["blocks"] == 7 and plan["tables"] == math.comb(7, K)
+    assert "manifest" in plan["chosen_by"] and "7 blocks" in plan["chosen_by"], plan["chosen_by"]
+    assert report["index"]["band_plan"]["chosen_by"] == plan["chosen_by"]
+    # Priced for the lookup against what the index held, not only for the batch.
+    entries = len(read_rows(seven_blocks["day1"]))
+    held = plan["lookup"]["index_fingerprints"]
+    assert 0 < held <= entries
+    assert plan["lookup"]["expected_stored_rows_met_per_fingerprint"] == pytest.approx(
+        stored_rows_met(held, K, 7), rel=1e-3
+    )
+    html = (seven_blocks["folder"] / "out2" / "report.html").read_text()
+    assert plan["chosen_by"].replace("'", "&#x27;") in html or plan["chosen_by"] in html
+
+
+def test_explain_with_an_index_shows_the_manifests_plan(spark, dedupe_main, seven_blocks, capsys):
+    argv = ["--input", str(seven_blocks["day2"]), "--fingerprint-col", "fp", "--k", str(K),
+            "--index", str(seven_blocks["index"]), "--explain"]
+    capsys.readouterr()
+    assert dedupe_main(argv, spark=spark) == 0
+    printed = capsys.readouterr().out
+    marked = [line.split() for line in printed.splitlines() if "<-" in line]
+    assert len(marked) == 1 and marked[0][:2] == ["7", str(math.comb(7, K))], printed
+    assert "manifest" in printed.splitlines()[0] and "manifest" in " ".join(marked[0])
+
+
+def test_candidate_pairs_are_comparisons_with_and_without_an_index(seven_blocks):
+    """join.candidate_pairs means comparisons made in both paths: a first run into an empty
+    index compares exactly what the same run without an index does; against the index it adds
+    the lookup's, which (no hot bucket here) are the (batch, indexed) pairs sharing a key."""
+    folder = seven_blocks["folder"]
+    plain, first, second = (report_of(folder / name) for name in ("plain1", "out1", "out2"))
+    assert first["join"]["candidate_pairs"] == plain["join"]["candidate_pairs"]
+    assert first["join"]["lookup_candidate_pairs"] == 0
+    j = second["join"]
+    assert j["hot_lookup_buckets"] == 0
+    assert j["candidate_pairs"] == j["self_join_candidate_pairs"] + j["lookup_candidate_pairs"]
+    new = {fp for _, fp in read_rows(seven_blocks["day2"])}
+    old = {fp for _, fp in read_rows(seven_blocks["day1"])}
+    assert j["lookup_candidate_pairs"] == key_sharing_pairs(new, old, K, 7)
+
+
+# -- a hot key through an index run ------------------------------------------------------
+def template_days(folder: Path, per_day: int, singletons: int, seed: int) -> tuple[Path, Path]:
+    """Two days of one template's pages (a hot key): the template's page (day 1) and pages
+    1 to 3 bits from it, the flips all among bits 0..32, so every table that keeps none of
+    those bits puts the whole template in one (table, key) bucket; per_day distinct members a
+    day (none shared), plus random singletons. Ids grow with the day."""
+    rng = random.Random(seed)
+    centre = rng.getrandbits(64)
+    seen: set[int] = {to_signed(centre)}
+    members = [to_signed(centre)]
+    while len(members) < 2 * per_day:
+        fp = flip(centre, rng.sample(range(33), rng.choice((1, 2, 3))))
+        if fp not in seen:
+            seen.add(fp)
+            members.append(fp)
+    paths, next_id = [], 1
+    for day in range(2):
+        fps = members[day * per_day:(day + 1) * per_day] + [to_signed(rng.getrandbits(64)) for _ in range(singletons)]
+        rng.shuffle(fps)
+        ids = list(range(next_id, next_id + len(fps)))
+        next_id += len(ids)
+        path = folder / f"template-day{day}.parquet"
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "fp": pa.array(fps, pa.int64())}), path)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def brute_force_components(fps: list[int], k: int) -> dict[int, int]:
+    """Each fingerprint's component label over all pairs within k (numpy popcount in blocks,
+    scipy's connected components): the definition the clusters must equal."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    values = np.array(sorted(set(fps)), dtype=np.int64).view(np.uint64)
+    rows, cols = [], []
+    for start in range(0, len(values), 1000):
+        block = values[start:start + 1000]
+        near = np.argwhere(np.bitwise_count(block[:, None] ^ values[None, :]) <= k)
+        rows.append(near[:, 0] + start)
+        cols.append(near[:, 1])
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    graph = coo_matrix((np.ones(len(r)), (r, c)), shape=(len(values), len(values)))
+    _, labels = connected_components(graph, directed=False)
+    return dict(zip(values.view(np.int64).tolist(), labels.tolist()))
+
+
+@pytest.mark.slow
+def test_a_hot_key_against_the_index_is_summarised_and_clusters_stay_exact(spark, dedupe_main, tmp_path):
+    from simhash_udf import join_kernel
+
+    per_day = join_kernel.HOT_RUN_SIZE * 13 // 10  # each day alone below twice the threshold
+    day1, day2 = template_days(tmp_path, per_day, singletons=100, seed=7)
+    index = tmp_path / "index"
+    assert run_job(dedupe_main, spark, day1, tmp_path / "out1", index, "--run-id", "d1") == 0
+    assert run_job(dedupe_main, spark, day2, tmp_path / "out2", index, "--run-id", "d2") == 0
+    report = report_of(tmp_path / "out2")
+    blocks = manifest_of(index)["blocks"]
+    j, x = report["join"], report["index"]
+
+    # The hot bucket was summarised, not joined in full. Buckets by brute force: (batch,
+    # indexed) members per (table, key); hot when they are more than the threshold together.
+    assert j["pairs_summarised"] is True and x["hot_lookup_buckets"] >= 1, (j, x)
+    from collections import Counter
+
+    new_keys = Counter(tk for fp in {fp for _, fp in read_rows(day2)} for tk in table_keys(fp, K, blocks))
+    old_keys = Counter(tk for fp in {fp for _, fp in read_rows(day1)} for tk in table_keys(fp, K, blocks))
+    shared = [(new_keys[tk], old_keys[tk]) for tk in new_keys if tk in old_keys]
+    hot = sorted((b, s) for b, s in shared if b + s > join_kernel.HOT_RUN_SIZE)
+    cold_pairs = sum(b * s for b, s in shared if b + s <= join_kernel.HOT_RUN_SIZE)
+    hot_pairs = sum(b * s for b, s in hot)
+    assert hot and hot[0][0] >= per_day - 1 and hot[0][1] >= per_day - 1  # the template's bucket
+    assert x["hot_lookup_buckets"] == len(hot)
+    assert sorted((h["batch_members"], h["indexed_members"]) for h in x["lookup_hot_buckets"]) == hot
+    # Outside hot buckets every key-sharing pair is compared; inside, far fewer than b x s.
+    hot_comparisons = j["lookup_candidate_pairs"] - cold_pairs
+    assert 0 < hot_comparisons < hot_pairs / 10, (hot_comparisons, hot_pairs)
+    assert hot_comparisons == sum(h["comparisons"] for h in x["lookup_hot_buckets"])
+    assert j["candidate_pairs"] == j["self_join_candidate_pairs"] + j["lookup_candidate_pairs"]
+
+    # Clusters of the two days together equal the brute-force components of their union.
+    assert x["bridged_components"] == 0
+    docs = read_rows(day1) + read_rows(day2)
+    label = brute_force_components([fp for _, fp in docs], K)
+    expected = defaultdict(set)
+    for doc_id, fp in docs:
+        expected[label[fp]].add(doc_id)
+    got = defaultdict(set)
+    for out in ("out1", "out2"):
+        for doc_id, row in clusters_of(spark, tmp_path / out).items():
+            got[row["cluster_id"]].add(doc_id)
+    assert sorted(map(sorted, got.values())) == sorted(map(sorted, expected.values()))

@@ -163,3 +163,30 @@ def test_explain_prints_the_plans_and_writes_nothing(spark, dedupe_main, tmp_pat
     assert dedupe_main(["--input", str(src), "--explain", "--k", "3", "--blocks", "6"], spark=spark) == 0
     marked = [line.split() for line in capsys.readouterr().out.splitlines() if line.endswith("<- --blocks")]
     assert len(marked) == 1 and marked[0][:2] == ["6", "20"]
+
+
+def test_explain_and_the_report_say_which_plan_and_for_how_many(spark, dedupe_main, tmp_path, capsys):
+    """--explain plans for the input's rows and says they bound the distinct fingerprints the
+    run plans for; the run's report names the plan that ran and the number it was priced for."""
+    rows = [dict(r, id=r["id"]) for r in SAMPLE_ROWS]
+    # Exact copies under new ids: more rows than distinct fingerprints.
+    copies = [dict(r, id=f"copy-{r['id']}") for r in SAMPLE_ROWS if r["text"].strip()][:20]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows + copies), encoding="utf-8")
+    capsys.readouterr()
+    assert dedupe_main(["--input", str(src), "--explain"], spark=spark) == 0
+    printed = capsys.readouterr().out
+    n_rows = len(rows) + len(copies)
+    assert f"band plans for {n_rows} fingerprints (the input's rows: an upper bound on the distinct ones)" in printed
+    marked = [line for line in printed.splitlines() if "<-" in line]
+    assert len(marked) == 1 and marked[0].endswith(f"chosen by the cost model for {n_rows} rows")
+    assert "The run plans for its distinct fingerprints" in printed and "band_plan.chosen_by" in printed
+
+    out = tmp_path / "out"
+    assert dedupe_main(["--input", str(src), "--output", str(out)], spark=spark) == 0
+    report = json.loads((out / "report.json").read_text())
+    distinct = report["counts"]["distinct_fingerprints"]
+    assert distinct < n_rows
+    assert report["band_plan"]["chosen_by"] == f"cost model for {distinct:,} distinct fingerprints"
+    html = (out / "report.html").read_text()
+    assert f"cost model for {distinct:,} distinct fingerprints" in html
