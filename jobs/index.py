@@ -2,6 +2,7 @@
 
     python jobs/index.py info --index PATH             size, band plan, runs (--json for all)
     python jobs/index.py compact --index PATH          merge segments; drop unused folders
+                                                       (refused, exit 2, while a run is going)
     python jobs/index.py remove-run --index PATH RUN   a new version without that run
 
 Command line only; the work is `simhash_udf.index_admin`.
@@ -41,7 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--index", required=True)
     compact.add_argument(
         "--min-age", type=float, default=DEFAULT_MIN_AGE_SECONDS,
-        help="leave unreferenced folders younger than this many seconds (a run may still be writing them)",
+        help="leave unreferenced folders younger than this many seconds (besides the leases that "
+        "keep compact and runs apart: a second guard)",
+    )
+    compact.add_argument(
+        "--keep-last", type=int, default=0, metavar="N",
+        help="leave the segments of the newest N runs unmerged, so that they can still be rerun "
+        "with the same --run-id (the daily DAG passes 1)",
     )
     remove = commands.add_parser("remove-run", help="publish a version without one run's entries")
     remove.add_argument("--index", required=True)
@@ -65,6 +72,8 @@ def _info_text(info: dict) -> str:
         lines.append(
             f"  {run['seq']:>4} {run['run_id']:<30} {run['entries']:>12,} entries  {run['published_at']}"
         )
+    for holder in info["live_leases"]:
+        lines.append(f"going now: {holder.get('kind')} {holder.get('name')!r} (pid {holder.get('pid')} on {holder.get('host')})")
     if info["unreferenced_segments"]:
         lines.append(f"unreferenced folders (compact removes them): {len(info['unreferenced_segments'])}")
     return "\n".join(lines)
@@ -80,7 +89,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             info = index_admin.describe(store)
             print(json.dumps(info, indent=2) if args.json else _info_text(info))
         elif args.command == "compact":
-            print(json.dumps(index_admin.compact(store, args.min_age), indent=2))
+            print(json.dumps(index_admin.compact(store, args.min_age, args.keep_last), indent=2))
         else:
             print(json.dumps(index_admin.remove_run(store, args.run_id, args.force), indent=2))
     except (io.InputError, io.OutputError) as error:

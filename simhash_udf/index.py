@@ -16,6 +16,18 @@ to the next free version number on local disks, `FileContext.rename` without ove
 elsewhere): two runs cannot publish the same version, and a killed run leaves only a
 segment no manifest references (`jobs/index.py compact` removes those).
 
+Crash windows, closed (docs/index.md, "Runs that lose nothing"):
+- A run holds a *lease* (`leases/run-*.json`, its mtime refreshed every 30 s by a thread)
+  from `IndexSession.open` to its commit or abort, and `compact` holds `leases/compact.json`
+  (created only if absent): each refuses to start while the other's lease is live, so compact
+  never deletes a segment a run is about to publish. A killed holder's lease goes stale (its
+  process is gone on this host, or it was not refreshed for 10 minutes) and is ignored.
+- `publish` checks that every file the new manifest lists exists with its recorded size
+  before linking it (IndexCorruptError, nothing published, otherwise).
+- On local disks the new segment's files, the manifest and its folder are fsynced before the
+  manifest is linked, and the folder after, so a power loss cannot leave a linked manifest
+  that is empty or names files that were never on disk.
+
 Pure bookkeeping plus Hadoop FileSystem calls; the DataFrame work is in `index_match`.
 """
 
@@ -23,8 +35,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
+import socket
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
@@ -38,6 +53,12 @@ from simhash_udf import bands, io, join
 FORMAT_VERSION = 1
 MANIFESTS = "manifests"
 SEGMENTS = "segments"
+LEASES = "leases"
+COMPACT_LEASE = f"{LEASES}/compact.json"
+# A lease's holder touches it this often; one not touched for LEASE_TTL_SECONDS is stale (its
+# holder was killed on another machine). The TTL also absorbs clock skew between machines.
+LEASE_HEARTBEAT_SECONDS = 30.0
+LEASE_TTL_SECONDS = 600.0
 _MANIFEST_NAME = re.compile(r"^(\d{8})\.json$")
 # Expected number of distinct fingerprints an index is planned for when --index-size is not
 # given: the band plan is fixed for the index's whole life, so it is sized for a large crawl.
@@ -63,6 +84,13 @@ class IndexCorruptError(IndexError_):
 
 class IndexConflictError(io.OutputError):
     """Another run published a new version of the index while this one was running."""
+
+
+class IndexBusyError(io.OutputError):
+    """A run and `compact` would overlap: the one that came second is refused (exit code 2)."""
+
+
+log = logging.getLogger("simhash_udf")
 
 
 @dataclass(frozen=True)
@@ -247,17 +275,27 @@ class IndexStore:
                         f"{manifest.version} recorded {size}: it is truncated or was replaced"
                     )
 
-    def publish(self, manifest: Manifest) -> None:
+    def publish(self, manifest: Manifest, new_segments: tuple[str, ...] = ()) -> None:
         """Make `manifest` the newest version, atomically and only if its version number is
-        still free; raise IndexConflictError when another run took it first."""
+        still free; raise IndexConflictError when another run took it first.
+
+        new_segments: the folders this change wrote (fsynced first on local disks). Every
+        file the manifest lists must exist with its recorded size, else IndexCorruptError and
+        nothing is published (a folder deleted under a run must not become a version).
+        """
+        try:
+            self.check_files(manifest)
+        except IndexCorruptError as error:
+            raise IndexCorruptError(
+                f"not publishing version {manifest.version} of the index {self.root}: {error}. "
+                "Nothing was published; run again (was `compact` or a delete run meanwhile?)"
+            ) from None
+        for folder in new_segments:
+            self.sync_folder(folder)
         self.fs.mkdirs(self._path(MANIFESTS))
         tmp = f"{MANIFESTS}/_tmp-{uuid.uuid4().hex}.json"
         final = f"{MANIFESTS}/{manifest.version:08d}.json"
-        stream = self.fs.create(self._path(tmp), True)
-        try:
-            stream.write(bytearray(manifest.to_json().encode("utf-8")))
-        finally:
-            stream.close()
+        self.write_file(tmp, manifest.to_json())
         try:
             if not self._exclusive_rename(tmp, final):
                 raise IndexConflictError(
@@ -269,6 +307,40 @@ class IndexStore:
             self.delete(tmp)
             self._drop_checksum(tmp)
 
+    def is_local(self) -> bool:
+        return self._root.toUri().getScheme() in (None, "file")
+
+    def write_file(self, relative: str, text: str) -> None:
+        """Write a small file whole and durably: fsynced on local disks (Python's own I/O, no
+        checksum file), hsync'ed elsewhere (HDFS: on the datanodes' disks)."""
+        data = text.encode("utf-8")
+        if self.is_local():
+            path = self._local(relative)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            return
+        stream = self.fs.create(self._path(relative), True)
+        try:
+            stream.write(bytearray(data))
+            stream.hsync()
+        finally:
+            stream.close()
+
+    def sync_folder(self, relative: str) -> None:
+        """fsync every file and folder under `relative` (local disks only: Spark's writers do
+        not, and a manifest must not outlive the data it lists after a power loss)."""
+        if not self.is_local():
+            return  # HDFS: a closed file's blocks are replicated; object stores: no such thing
+        top = self._local(relative)
+        for folder, _, names in os.walk(top):
+            for name in names:
+                _fsync_path(os.path.join(folder, name))
+            _fsync_path(folder)
+        _fsync_path(os.path.dirname(top))
+
     def _exclusive_rename(self, tmp: str, final: str) -> bool:
         """Rename that fails (False) when `final` exists, atomically."""
         uri = self._root.toUri()
@@ -279,6 +351,8 @@ class IndexStore:
                 os.link(self._local(tmp), self._local(final))
             except FileExistsError:
                 return False
+            # The new name is an entry of the folder: durable once the folder is synced.
+            _fsync_path(os.path.dirname(self._local(final)))
             return True
         context = self._jvm.org.apache.hadoop.fs.FileContext.getFileContext(
             uri, self.spark.sparkContext._jsc.hadoopConfiguration()
@@ -340,6 +414,103 @@ class IndexStore:
         referenced = {s.folder for s in manifest.segments} if manifest else set()
         return sorted(f for f, age in self.segments_on_disk() if f not in referenced and age >= min_age)
 
+    def referencing_versions(self, folder: str, after: int) -> list[int]:
+        """Versions newer than `after` whose manifest lists the segment `folder`; a manifest
+        that cannot be read counts as listing it (deleting data is never a guess)."""
+        found = []
+        for version in self.versions():
+            if version <= after:
+                continue
+            try:
+                listed = {s.folder for s in self.read_manifest(version).segments}
+            except IndexCorruptError:
+                listed = {folder}
+            if folder in listed:
+                found.append(version)
+        return found
+
+    # -- leases: runs and compact exclude each other ---------------------------------------
+    def take_run_lease(self, run_id: str) -> Lease:
+        """A lease held by a run from its open to its commit or abort. Raises IndexBusyError
+        (nothing kept) while `compact` holds a live lease on the index."""
+        lease = Lease.start(self, f"{LEASES}/run-{safe_name(run_id)}-{uuid.uuid4().hex[:8]}.json", run_id)
+        # Written first, checked second (compact does the reverse): of a run and a compact
+        # starting together, at least one sees the other.
+        holder = self.live_lease(COMPACT_LEASE)
+        if holder is not None:
+            lease.release()
+            raise IndexBusyError(
+                f"`compact` is running on the index {self.root} ({_holder_text(holder)}); this run "
+                "did nothing: run it again once compact is done"
+            )
+        return lease
+
+    def take_compact_lease(self) -> Lease:
+        """The compact lease, created only if absent (a stale one is replaced). Raises
+        IndexBusyError, holding nothing, while another compact or any run holds a live lease."""
+        for _ in range(2):
+            lease = Lease.start(self, COMPACT_LEASE, "compact", exclusive=True)
+            if lease is not None:
+                break
+            holder = self.live_lease(COMPACT_LEASE)
+            if holder is not None:
+                raise IndexBusyError(
+                    f"another `compact` is running on the index {self.root} ({_holder_text(holder)})"
+                )
+            log.warning("index %s: removing the stale compact lease of a killed compact", self.root)
+            self.delete(COMPACT_LEASE)
+        else:
+            raise IndexBusyError(f"could not take the compact lease of the index {self.root}; try again")
+        runs, stale = [], []
+        for relative in self.lease_files():
+            holder = self.live_lease(relative)
+            (runs if holder is not None else stale).append(holder or relative)
+        if runs:
+            lease.release()
+            names = ", ".join(f"{h.get('name')!r} ({_holder_text(h)})" for h in runs)
+            raise IndexBusyError(
+                f"{len(runs)} run(s) are going on the index {self.root}: {names}; compact did "
+                "nothing: run it when no run is going"
+            )
+        for relative in stale:  # leases of killed runs
+            self.delete(relative)
+            self._drop_checksum(relative)
+        return lease
+
+    def lease_files(self) -> list[str]:
+        """Every run lease file (relative), live or stale."""
+        folder = self._path(LEASES)
+        if not self.fs.exists(folder):
+            return []
+        return sorted(
+            f"{LEASES}/{s.getPath().getName()}"
+            for s in self.fs.listStatus(folder)
+            if s.getPath().getName().startswith("run-") and s.getPath().getName().endswith(".json")
+        )
+
+    def live_lease(self, relative: str) -> dict[str, Any] | None:
+        """The lease's holder (kind, name, host, pid, started_at, age) when it is live: on this
+        host, its process is running and it was refreshed within LEASE_TTL_SECONDS; on another,
+        it was refreshed within LEASE_TTL_SECONDS. None when absent or stale."""
+        path = self._path(relative)
+        try:
+            status = self.fs.getFileStatus(path)
+            holder = json.loads(self.read_text(relative))
+        except Exception:  # gone meanwhile (released), or half-written: judged by age alone
+            if not self.fs.exists(path):
+                return None
+            holder = {}
+            status = self.fs.getFileStatus(path)
+        holder["age"] = time.time() - status.getModificationTime() / 1000
+        if holder["age"] > LEASE_TTL_SECONDS:
+            return None
+        if holder.get("host") == socket.gethostname() and not _process_alive(holder.get("pid")):
+            return None
+        return holder
+
+    def touch(self, relative: str) -> None:
+        self.fs.setTimes(self._path(relative), int(time.time() * 1000), -1)
+
     # -- data ----------------------------------------------------------------------------
     def read(self, manifest: Manifest, part: str) -> DataFrame | None:
         """`entries` or `keys` of every segment of a version, or None when it has none."""
@@ -347,6 +518,83 @@ class IndexStore:
         if not folders:
             return None
         return _read_parquet(self.spark, folders)
+
+
+class Lease:
+    """A lease file of the index, refreshed by a daemon thread until `release`."""
+
+    def __init__(self, store: IndexStore, relative: str) -> None:
+        self.store = store
+        self.relative = relative
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"index-lease {relative}", daemon=True)
+
+    @staticmethod
+    def start(store: IndexStore, relative: str, name: str, exclusive: bool = False) -> Lease | None:
+        """Create the lease file (holder: kind, name, host, pid, started_at) and start its
+        heartbeat; with `exclusive`, None when the file already exists."""
+        body = json.dumps({
+            "kind": "compact" if relative == COMPACT_LEASE else "run", "name": name,
+            "host": socket.gethostname(), "pid": os.getpid(), "started_at": now_iso(),
+        })
+        if exclusive:
+            tmp = f"{LEASES}/_tmp-{uuid.uuid4().hex}.json"
+            store.write_file(tmp, body)
+            try:
+                if not store._exclusive_rename(tmp, relative):
+                    return None
+            finally:
+                store.delete(tmp)
+                store._drop_checksum(tmp)
+        else:
+            store.write_file(relative, body)
+        lease = Lease(store, relative)
+        lease._thread.start()
+        return lease
+
+    def _beat(self) -> None:
+        while not self._stop.wait(LEASE_HEARTBEAT_SECONDS):
+            try:
+                self.store.touch(self.relative)
+            except Exception as error:  # a failed beat is retried; a lost lease ages out
+                log.warning("index lease %s not refreshed: %s", self.relative, error)
+
+    def release(self) -> None:
+        """Stop refreshing and delete the lease file (idempotent)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(timeout=LEASE_HEARTBEAT_SECONDS)
+        self.store.delete(self.relative)
+        self.store._drop_checksum(self.relative)
+
+
+def _holder_text(holder: dict[str, Any]) -> str:
+    return (
+        f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}, since {holder.get('started_at', '?')}, "
+        f"refreshed {holder.get('age', 0):.0f} s ago"
+    )
+
+
+def _process_alive(pid: Any) -> bool:
+    if not isinstance(pid, int):
+        return True  # unknown: judged by the lease's age alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _fsync_path(path: str) -> None:
+    """fsync a file or a folder (a folder's fsync makes its new entries durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_segment(store: IndexStore, folder: str, entries: DataFrame, plan: bands.BandPlan) -> tuple[int, int]:

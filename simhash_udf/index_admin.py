@@ -2,6 +2,8 @@
 
 Each change is a new version published like a run's (`IndexStore.publish`): a maintenance
 step killed half-way leaves the previous version intact, and one racing a run is refused.
+`compact` deletes folders, so it holds the index's compact lease and runs hold run leases
+(`IndexStore.take_compact_lease`): the two never overlap.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from simhash_udf.index import (
+    COMPACT_LEASE,
     DEFAULT_MIN_AGE_SECONDS,
     MANIFESTS,
     IndexError_,
@@ -51,35 +54,57 @@ def describe(store: IndexStore) -> dict[str, Any]:
         "segments": len(manifest.segments),
         "runs": [dataclasses.asdict(r) for r in manifest.runs],
         "unreferenced_segments": store.unreferenced(manifest),
+        "live_leases": [
+            h for h in (store.live_lease(f) for f in [COMPACT_LEASE, *store.lease_files()]) if h is not None
+        ],
     }
 
 
-def compact(store: IndexStore, min_age: float = DEFAULT_MIN_AGE_SECONDS) -> dict[str, Any]:
-    """Merge every segment into one (fewer, larger files) and publish it as a new version;
+def compact(store: IndexStore, min_age: float = DEFAULT_MIN_AGE_SECONDS, keep_last: int = 0) -> dict[str, Any]:
+    """Merge the segments into one (fewer, larger files) and publish it as a new version;
     then delete the older manifests, the segments only they used, and segments no manifest
-    lists that are older than `min_age` seconds (younger ones may belong to a running run).
-    A reader still using an older version loses it: compact when no run is going."""
+    lists that are older than `min_age` seconds.
+
+    keep_last: the segments of the newest `keep_last` runs are left as they are, so those
+    runs can still be rerun with the same run id (a run merged with others cannot).
+    Holds the compact lease throughout: refused (IndexBusyError, nothing done) while a run
+    holds a live lease, and runs are refused while it goes. A reader still using an older
+    version loses it.
+    """
+    lease = store.take_compact_lease()
+    try:
+        return _compact(store, min_age, keep_last)
+    finally:
+        lease.release()
+
+
+def _compact(store: IndexStore, min_age: float, keep_last: int) -> dict[str, Any]:
     manifest = _latest(store)
     store.check_files(manifest)
+    kept = _own_segments_of_newest_runs(manifest, keep_last)
+    to_merge = tuple(s for s in manifest.segments if s not in kept)
     merged = manifest
-    if len(manifest.segments) > 1:
+    if len(to_merge) > 1:
         folder = store.new_segment("compact")
-        entries = store.read(manifest, "entries")
+        entries = store.read(dataclasses.replace(manifest, segments=to_merge), "entries")
         try:
             write_segment(store, folder, entries, manifest.plan)
-            segment = Segment(folder, tuple(r.run_id for r in manifest.runs), store.data_files(folder))
+            merged_runs = tuple(r for s in to_merge for r in s.runs)
+            segment = Segment(folder, tuple(r.run_id for r in manifest.runs if r.run_id in merged_runs), store.data_files(folder))
             merged = dataclasses.replace(
                 manifest,
                 version=manifest.version + 1,
-                segments=(segment,),
-                runs=tuple(dataclasses.replace(r, segment=folder) for r in manifest.runs),
+                segments=(segment,) + kept,
+                runs=tuple(
+                    dataclasses.replace(r, segment=folder) if r.run_id in merged_runs else r for r in manifest.runs
+                ),
             )
-            store.publish(merged)
+            store.publish(merged, new_segments=(folder,))
         except BaseException:
             store.delete(folder)
             raise
-    # Folders older versions used are done with; folders no version ever listed may be a
-    # running run's, so only old ones go.
+    # Folders older versions used are done with; folders no version ever listed are killed
+    # runs' (no run holds a lease now), old ones only all the same.
     in_use = {s.folder for s in merged.segments}
     superseded = {
         s.folder for v in store.versions() if v < merged.version for s in store.read_manifest(v).segments
@@ -99,12 +124,26 @@ def compact(store: IndexStore, min_age: float = DEFAULT_MIN_AGE_SECONDS) -> dict
     }
 
 
+def _own_segments_of_newest_runs(manifest: Manifest, count: int) -> tuple[Segment, ...]:
+    """The segments that hold exactly one of the `count` newest runs (by publication order)."""
+    newest = {r.run_id for r in sorted(manifest.runs, key=lambda r: r.seq)[-count:]} if count > 0 else set()
+    return tuple(s for s in manifest.segments if len(s.runs) == 1 and s.runs[0] in newest)
+
+
 def remove_run(store: IndexStore, run_id: str, force: bool = False) -> dict[str, Any]:
     """Publish a version without a run's entries.
 
     Later runs may have put documents into clusters the run created (their cluster_id names
     its documents): removing a run that is not the last one needs `force`.
     """
+    lease = store.take_run_lease(f"remove-{run_id}")  # its new folder is safe from compact
+    try:
+        return _remove_run(store, run_id, force)
+    finally:
+        lease.release()
+
+
+def _remove_run(store: IndexStore, run_id: str, force: bool) -> dict[str, Any]:
     manifest = _latest(store)
     run = manifest.run(run_id)
     if run is None:
@@ -136,7 +175,7 @@ def remove_run(store: IndexStore, run_id: str, force: bool = False) -> dict[str,
             segments=tuple(kept_segments),
             runs=tuple(_moved(r, manifest, kept_segments) for r in manifest.runs if r.run_id != run_id),
         )
-        store.publish(updated)
+        store.publish(updated, new_segments=tuple(new_folders))
     except BaseException:
         for folder in new_folders:
             store.delete(folder)

@@ -25,6 +25,7 @@ from simhash_udf.index import (
     IndexCorruptError,
     IndexError_,
     IndexStore,
+    Lease,
     Manifest,
     RunInfo,
     Segment,
@@ -74,9 +75,23 @@ class IndexSession:
     # The plan this run uses, saying how it was picked: the lookup's cost model (or --blocks)
     # when this run creates the index, the manifest's otherwise.
     plan: bands.BandPlan | None = None
+    lease: Lease | None = None
 
     @staticmethod
     def open(spark: SparkSession, options: IndexOptions, config: DedupeConfig, input_path: str) -> IndexSession:
+        """Take a run lease on the index (held until `commit` or `abort`: `compact` cannot
+        start meanwhile; IndexBusyError, exit code 2, while one is going), then `_open_version`."""
+        lease = IndexStore(spark, options.path).take_run_lease(options.run_id or "input")
+        try:
+            session = IndexSession._open_version(spark, options, config, input_path)
+        except BaseException:
+            lease.release()
+            raise
+        session.lease = lease
+        return session
+
+    @staticmethod
+    def _open_version(spark: SparkSession, options: IndexOptions, config: DedupeConfig, input_path: str) -> IndexSession:
         """Read the newest version and check this run fits it.
 
         Raises IndexError_ (an io.InputError: exit code 2) when k, --blocks or the
@@ -323,16 +338,39 @@ class IndexSession:
         return self.new_manifest
 
     def commit(self) -> None:
-        """Publish the prepared version; IndexConflictError if another run published first."""
+        """Publish the prepared version (IndexConflictError if another run published first,
+        IndexCorruptError if a file it lists is gone), then release the run's lease."""
         manifest = self.new_manifest or self.prepare()
-        self.store.publish(manifest)
+        self.store.publish(manifest, new_segments=(self.segment,))
         self.committed = True
         log.info("index %s: published version %d (run %r)", self.store.root, manifest.version, self.run_id)
+        self._release()
 
     def abort(self) -> None:
-        """Remove this run's segment unless it was published."""
-        if not self.committed and self.store.exists(self.segment):
+        """Remove this run's segment unless it was published, then release the run's lease.
+
+        "Published" is read from the index, not from `committed`: an interrupt between the
+        manifest's link and `committed = True` must not delete what the new version lists.
+        """
+        try:
+            if self.committed or not self.store.exists(self.segment):
+                return
+            after = self.latest.version if self.latest else 0
+            listed_by = self.store.referencing_versions(self.segment, after)
+            if listed_by:
+                self.committed = True
+                log.warning(
+                    "index %s: run %r was interrupted after publishing version %d; its segment is "
+                    "kept (rerun the same run id to write the output)", self.store.root, self.run_id, listed_by[0],
+                )
+                return
             self.store.delete(self.segment)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
 
     def report(self) -> dict[str, Any]:
         """The `index` section of report.json."""
