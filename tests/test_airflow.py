@@ -78,6 +78,7 @@ def airflow(tmp_path_factory) -> Airflow:
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "AIRFLOW_VAR_SIMHASH_INPUT_ROOT": str(data / "input"),
         "AIRFLOW_VAR_SIMHASH_OUTPUT_ROOT": str(data / "output"),
+        "AIRFLOW_VAR_SIMHASH_INDEX_PATH": str(data / "index"),
     })
     flow = Airflow(home, env)
     migrate = flow.run("db", "migrate")
@@ -127,7 +128,9 @@ def test_a_daily_run_dedupes_the_days_partition_and_checks_its_report(airflow):
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-5000:]
     state, tasks = airflow.task_states(day)
-    assert state == "success" and tasks == {"dedupe": "success", "check_report": "success"}, log[-5000:]
+    assert state == "success" and tasks == {
+        "dedupe": "success", "check_report": "success", "compact_due": "success", "compact_index": "skipped",
+    }, log[-5000:]  # 2024-03-01 is a Friday: not a compaction day
     # The check ran on this day's report, against the three earlier days.
     assert f"{airflow.output_root / day / 'report.json'}; compared with 3 earlier day(s)" in log
     assert "median of the last 3 day(s) 48.0%" in log
@@ -183,14 +186,95 @@ def test_a_day_of_unparseable_rows_fails_the_run_with_a_clear_message(airflow):
         "<html>a truncated line that is not JSON\n",
         encoding="utf-8",
     )
-    done = airflow.run("dags", "test", DAG_ID, day, timeout=900)
+    # Its own index: the sample's ids, indexed by the test above, would be `id_in_index` here.
+    own_index = {"AIRFLOW_VAR_SIMHASH_INDEX_PATH": str(airflow.input_root.parent / "index-unparseable")}
+    done = airflow.run("dags", "test", DAG_ID, day, timeout=900, env=own_index)
     log = done.stdout + done.stderr
     assert done.returncode != 0, log[-5000:]
     state, tasks = airflow.task_states(day)
     # The job did its part (every row accounted for); the check failed the run.
-    assert state == "failed" and tasks == {"dedupe": "success", "check_report": "failed"}, log[-5000:]
+    assert state == "failed" and tasks["dedupe"] == "success" and tasks["check_report"] == "failed", log[-5000:]
     assert "FAIL rejected: 2 of 3 input rows rejected (66.7%: null_id 1, unparseable 1); at most 1.0% allowed" in log
     # (With the earlier days of the test above, the day's 0% duplicate rate fails too.)
     assert f"check(s) failed for {day}" in log
     report = json.loads((airflow.output_root / day / "report.json").read_text())
     assert report["counts"]["input_rows"] == 3 and report["counts"]["documents"] == 1
+
+
+def near_copy(text: str) -> str:
+    """The page with one sentence's words changed, as a re-crawl with a new date line shows it."""
+    return text.replace("on Tuesday night", "on Wednesday evening", 1)
+
+
+def index_entries(index: Path) -> list[tuple]:
+    """(id, fingerprint, cluster_id, run_id, status) of every entry of the index's newest
+    version, read with pyarrow from the files its manifest lists."""
+    manifest = json.loads(sorted((index / "manifests").glob("*.json"))[-1].read_text())
+    rows = []
+    for segment in manifest["segments"]:
+        for relative in segment["files"]:
+            if relative.startswith("entries/"):
+                table = pq.read_table(index / segment["folder"] / relative)
+                rows += [(r["id"], r["fingerprint"], r["cluster_id"], r["run_id"], r["status"]) for r in table.to_pylist()]
+    return sorted(rows, key=repr)
+
+
+def test_day_two_is_deduplicated_against_day_one_through_the_index_and_a_retry_replaces_it(airflow, tmp_path):
+    """Two consecutive days with `airflow dags test`: a near copy of a day-1 page crawled on
+    day 2 is that page's duplicate (its cluster_id names the day-1 page), a page new on day 2
+    is kept; running day 2 again gives the same output and index (the day's run is replaced,
+    not added twice). Day 2 is a Sunday: the index is compacted after it, day 2 kept rerunnable."""
+    day1, day2 = "2024-03-09", "2024-03-10"  # Saturday, Sunday (the default compaction day)
+    roots = {name: tmp_path / name for name in ("input", "output", "index")}
+    env = {
+        "AIRFLOW_VAR_SIMHASH_INPUT_ROOT": str(roots["input"]),
+        "AIRFLOW_VAR_SIMHASH_OUTPUT_ROOT": str(roots["output"]),
+        "AIRFLOW_VAR_SIMHASH_INDEX_PATH": str(roots["index"]),
+    }
+    rows = sample_rows()
+    page = next(r for r in rows if r["id"] == 1 and r["kind"] == "original")
+    copy = {**page, "id": 1001, "kind": "near_copy", "url": page["url"] + "?recrawl=1", "text": near_copy(page["text"])}
+    assert copy["text"] != page["text"]
+    new_page = {
+        "id": 1002, "url": "https://new.example.com/a", "lang": "en", "group": "new", "kind": "original",
+        "text": " ".join(f"word{i} fresh content about topic {i * 7 % 13} and item {i}" for i in range(60)),
+    }
+    for day, day_rows in ((day1, rows), (day2, [copy, new_page])):
+        (roots["input"] / day).mkdir(parents=True)
+        (roots["input"] / day / "part-00000.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in day_rows), encoding="utf-8"
+        )
+
+    def run_day(day: str) -> tuple[list[dict], dict[str, str]]:
+        done = airflow.run("dags", "test", DAG_ID, day, timeout=900, env=env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log[-5000:]
+        state, tasks = airflow.task_states(day)
+        assert state == "success", (tasks, log[-5000:])
+        clusters = pq.read_table(roots["output"] / day / "clusters").to_pylist()
+        return sorted(clusters, key=lambda c: c["id"]), tasks
+
+    first, tasks1 = run_day(day1)
+    status1 = {c["id"]: c for c in first}
+    assert status1[1]["status"] == "kept" and status1[1]["cluster_id"] == 1
+
+    second, tasks2 = run_day(day2)
+    by_id = {c["id"]: c for c in second}
+    assert set(by_id) == {1001, 1002}
+    assert by_id[1001]["status"] == "near_duplicate" and by_id[1001]["cluster_id"] == 1, by_id[1001]
+    assert by_id[1002]["status"] == "kept" and by_id[1002]["cluster_id"] == 1002, by_id[1002]
+    report = json.loads((roots["output"] / day2 / "report.json").read_text())
+    assert report["index"]["run_id"] == day2 and report["index"]["runs_before"] == 1
+    entries = index_entries(roots["index"])
+    assert {e[3] for e in entries} == {day1, day2}
+    # Saturday: compact_due says no, compact_index is skipped; Sunday: compacted after the run.
+    assert tasks1 == {"dedupe": "success", "check_report": "success", "compact_due": "success", "compact_index": "skipped"}, tasks1
+    assert set(tasks2.values()) == {"success"} and len(tasks2) == 4, tasks2
+
+    # Day 2 again (a retry, or the task cleared): the same output, the run replaced.
+    again, _ = run_day(day2)
+    assert again == second
+    assert index_entries(roots["index"]) == entries, "the retried day was added twice or lost entries"
+    manifest = json.loads(sorted((roots["index"] / "manifests").glob("*.json"))[-1].read_text())
+    assert [r["run_id"] for r in manifest["runs"]] == [day1, day2]
+    assert not list((roots["index"] / "leases").glob("*.json")), "a lease was left behind"
