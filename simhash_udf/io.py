@@ -441,7 +441,9 @@ def read_documents(spark: SparkSession, path: str, fmt: str | None = None) -> tu
     in a `_corrupt_record` column (the other columns null) so the job can report them.
     Whether a row parses can depend on which columns a query reads (Spark parses only
     those), so callers should materialise json and csv input once before classifying rows
-    (`needs_materialising`).
+    (`needs_materialising`). Strings are as the file's bytes, invalid UTF-8 included (csv
+    too), except json lines with invalid UTF-8, which are read repaired and marked in
+    `_invalid_bytes` (`_read_parsed`); `documents.rejected_rows` repairs the rest.
     text reads one document per file: `id` is the file's URI, `text` its content, and
     `_damaged_file` the reason a compressed file could not be read (its text is then null).
     Damaged files are handled as `read_input_files` says, which also names them.
