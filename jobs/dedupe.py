@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from py4j.protocol import Py4JNetworkError
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from simhash_udf import bands, io, pipeline, report, verify, warc
@@ -33,7 +35,7 @@ from simhash_udf.config import (
 )
 from simhash_udf.index import IndexStore
 from simhash_udf.index_run import IndexSession
-from simhash_udf.session import get_session
+from simhash_udf.session import get_session, jvm_exit_code, memory_hint
 
 DEFAULTS = DedupeConfig()
 
@@ -277,7 +279,9 @@ def explain_index(spark: SparkSession, args: argparse.Namespace) -> report.Index
     return report.IndexExplain(store.root, plan, fingerprints, args.index_size)
 
 
-def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    """The job: parse `argv`, run (or explain) it; the exit code. `main` is this, saying which
+    memory setting to raise when Spark runs out."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.output and not args.explain:
@@ -326,6 +330,22 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     print(summary(result))
     logging.getLogger("simhash_udf").debug("report: %s", json.dumps(result))
     return 0
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    """`run_job`; when it fails because Spark ran out of memory, one line saying which setting
+    to raise comes first, then the error as Spark gave it (issue 11, item 6)."""
+    try:
+        return run_job(argv, spark)
+    except Exception as error:
+        context = SparkContext._active_spark_context
+        # A JVM that died (local mode's exit 52 on OutOfMemoryError) shows here as a lost
+        # connection: its exit code says why.
+        lost = isinstance(error, (Py4JNetworkError, ConnectionError))
+        hint = memory_hint(str(error), context.master if context else None, jvm_exit_code(5.0 if lost else 0.0))
+        if hint:
+            print(hint, file=sys.stderr, flush=True)
+        raise
 
 
 if __name__ == "__main__":
