@@ -13,6 +13,9 @@
 #   SPARK_SUBMIT_ARGS further spark-submit options, e.g. "--driver-memory 8g"
 #   SIMHASH_VENV      the project's environment (default .venv)
 #   SIMHASH_PACK=0    do not ship an environment to a cluster's executors (they have one)
+#   SIMHASH_SUBMIT_DRY_RUN=1  print the words spark-submit would get (NUL-separated), run nothing
+#   driver memory     in local mode, unless set: a quarter of this machine's, 1-8 GB (said in
+#                     one line); a driver that runs out of memory says in one line what to raise
 #
 # Local mode runs everything from the project's environment. Any other master gets the
 # executors' environment packed by scripts/pack_env.sh (cached in build/) and shipped with
@@ -27,18 +30,31 @@ if [ ! -x "$venv/bin/spark-submit" ]; then
 fi
 
 # spark-submit options that take a value; none of them is also a job option but --master,
-# which is spark-submit's here.
-SPARK_VALUE_OPTIONS=" --master --deploy-mode --name --conf -c --properties-file --jars --packages
+# which is spark-submit's here. Arrays, matched word by word (a list in one string once
+# missed the words at its line ends: issue 11, item 7).
+SPARK_VALUE_OPTIONS=(--master --deploy-mode --name --conf -c --properties-file --jars --packages
   --exclude-packages --repositories --py-files --files --archives --driver-memory
   --driver-java-options --driver-library-path --driver-class-path --driver-cores
   --executor-memory --executor-cores --num-executors --total-executor-cores --queue
-  --principal --keytab --proxy-user "
-SPARK_FLAGS=" --verbose --supervise "
+  --principal --keytab --proxy-user)
+SPARK_FLAGS=(--verbose --supervise)
+
+# Whether $1 is one of the other arguments.
+is_one_of() {
+  local word=$1 option
+  shift
+  for option in "$@"; do
+    [ "$word" = "$option" ] && return 0
+  done
+  return 1
+}
 
 master=${SPARK_MASTER:-local[*]}
 deploy_mode=""
 archives=""
 java_options="-Dlog4j.configurationFile=file:$here/conf/log4j2.properties"
+driver_memory=""
+properties_file=""
 spark_args=()
 job_args=()
 wants_help=0
@@ -55,10 +71,10 @@ sort_args() {
     if [ "$word" = "--" ] && [ "$from_env" = 0 ]; then
       job_args+=("$@")
       return
-    elif [[ $SPARK_FLAGS == *" $word "* ]]; then
+    elif is_one_of "$word" "${SPARK_FLAGS[@]}"; then
       spark_args+=("$word")
       continue
-    elif [[ $SPARK_VALUE_OPTIONS != *" $name "* ]]; then
+    elif ! is_one_of "$name" "${SPARK_VALUE_OPTIONS[@]}"; then
       if [ "$from_env" = 1 ]; then
         spark_args+=("$word")
       else
@@ -82,7 +98,16 @@ sort_args() {
       # Merged with what submit.sh itself passes (spark-submit keeps only the last of each).
       --archives) archives=${archives:+$archives,}$value ;;
       --driver-java-options) java_options="$java_options $value" ;;
-      *) spark_args+=("$name" "$value") ;;
+      *)
+        # What fixes the driver's memory (the later wins, as in spark-submit): local mode
+        # sizes it from the machine only when nothing does.
+        case $name=$value in
+          --driver-memory=*) driver_memory=$value ;;
+          --conf=spark.driver.memory=* | -c=spark.driver.memory=*) driver_memory=${value#*=} ;;
+          --properties-file=*) properties_file=$value ;;
+        esac
+        spark_args+=("$name" "$value")
+        ;;
     esac
   done
 }
@@ -122,10 +147,52 @@ if [ "$wants_help" = 1 ]; then
   echo
 fi
 
-exec "$venv/bin/spark-submit" --master "$master" ${deploy_mode:+--deploy-mode "$deploy_mode"} \
-  --driver-java-options "$java_options" \
-  --conf spark.ui.showConsoleProgress=true \
-  ${archives:+--archives "$archives"} \
-  ${ship[@]+"${ship[@]}"} \
-  ${spark_args[@]+"${spark_args[@]}"} \
-  "$here/jobs/dedupe.py" ${job_args[@]+"${job_args[@]}"}
+# The driver memory set in a properties file (--properties-file, else spark-defaults.conf).
+memory_from_file() {
+  local file=${properties_file:-${SPARK_CONF_DIR:-${SPARK_HOME:-/nonexistent}/conf}/spark-defaults.conf}
+  [ -f "$file" ] || return 0
+  sed -n 's/^[[:space:]]*spark\.driver\.memory[[:space:]:=]*\([^[:space:]]*\).*/\1/p' "$file" | tail -n 1
+}
+[ -n "$driver_memory" ] || driver_memory=${SPARK_DRIVER_MEMORY:-$(memory_from_file)}
+# Local mode: the driver is every executor too, and Spark gives it 1 GB whatever the machine
+# (issue 11, item 6). Unless the user set it, it gets a share of this machine's memory
+# (simhash_udf/session.py, the same rule as `python jobs/dedupe.py`), said in one line.
+case $master in
+  local | local\[*)
+    if [ -z "$driver_memory" ] && [ "$wants_help" = 0 ]; then
+      if sizing=$(cd "$here" && "$venv/bin/python" -m simhash_udf.session --local-driver-memory); then
+        driver_memory=${sizing%%$'\n'*}
+        echo "submit.sh: ${sizing#*$'\n'}" >&2
+        spark_args=(--driver-memory "$driver_memory" ${spark_args[@]+"${spark_args[@]}"})
+      fi
+    fi
+    oom_hint="submit.sh: the Spark driver ran out of memory (java.lang.OutOfMemoryError) with driver memory ${driver_memory:-1g}: raise --driver-memory (local mode runs every task in the driver's JVM)"
+    ;;
+  *)
+    oom_hint="submit.sh: the Spark driver ran out of memory (java.lang.OutOfMemoryError) with driver memory ${driver_memory:-1g}: raise --driver-memory (tasks that run out fail on the executors: raise --executor-memory or spark.executor.memoryOverhead for those)"
+    ;;
+esac
+# The driver's JVM runs this at its first OutOfMemoryError, before Spark logs the stack
+# traces (and, in local mode, exits with code 52): one line saying what to raise. The text
+# goes through the environment, so no quoting survives two parsers; not in cluster deploy
+# mode, where the driver runs elsewhere without it.
+if [ "$deploy_mode" != cluster ]; then
+  export SIMHASH_OOM_HINT=$oom_hint
+  # (The JVM runs each command between semicolons with sh -c: a newline first ends the
+  # progress bar's line.)
+  java_options="$java_options -XX:OnOutOfMemoryError=\"echo 1>&2; echo \$SIMHASH_OOM_HINT 1>&2\""
+fi
+
+command=("$venv/bin/spark-submit" --master "$master" ${deploy_mode:+--deploy-mode "$deploy_mode"}
+  --driver-java-options "$java_options"
+  --conf spark.ui.showConsoleProgress=true
+  ${archives:+--archives "$archives"}
+  ${ship[@]+"${ship[@]}"}
+  ${spark_args[@]+"${spark_args[@]}"}
+  "$here/jobs/dedupe.py" ${job_args[@]+"${job_args[@]}"})
+if [ "${SIMHASH_SUBMIT_DRY_RUN:-0}" = 1 ]; then
+  # For tests: the exact words spark-submit would get, NUL-separated; nothing runs.
+  printf '%s\0' "${command[@]}"
+  exit 0
+fi
+exec "${command[@]}"
