@@ -37,6 +37,7 @@ listed by the pairs within k that have a short text: the same pairs the policy m
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,9 +58,12 @@ HOT_RUN_SIZE = 2000
 MAX_ANCHORS = 256
 # Rows x columns of one block of pairwise distances in a hot run (8 bytes each: 32 MB).
 PAIRWISE_BLOCK = 4_000_000
-# Groups of a hot run at most this big are compared pairwise (`_pairs_by_splitting`): below
+# Groups of a hot run at most this big are compared pairwise (`_SplitSearch`): below
 # it, splitting further costs more Python than the 32k comparisons it would save.
 SPLIT_BELOW = 256
+# Pairs a hot run's search hands over at once (`_SplitSearch`): 2^20 index pairs are
+# 16 MB, and the union-find drops most of each chunk in numpy.
+PAIR_CHUNK = 1 << 20
 
 _K1 = np.uint64(0)
 
@@ -187,7 +191,7 @@ def summarise_run(
     if their anchors are within 3k (triangle inequality), and only members within 2k of the
     other anchor can be in it; one such pair per pair of groups (not already connected) is
     enough. When `max_anchors` anchors leave members uncovered (a run spread out rather than
-    around a centre), the run's pairs within k are found by `_pairs_by_splitting`, and those
+    around a centre), the run's pairs within k are found by `_SplitSearch`, and those
     joining two sets are edges.
     Returns (a, b, distance, comparisons): a, b uint64 arrays, distance uint8.
     """
@@ -272,11 +276,23 @@ def summarise_run(
     if np.any(uncovered):
         # Members no anchor covers (a run whose members are spread out rather than around a
         # centre): every pair within k of the run, found by splitting it on the bits that
-        # vary in it (`_pairs_by_splitting`, never all pairs); of those, only the ones
+        # vary in it (`_SplitSearch`, never all pairs); of those, only the ones
         # joining two sets are written.
-        i_idx, j_idx, compared = _pairs_by_splitting(members, k)
-        comparisons += compared
-        link(i_idx, j_idx)
+        # The pairs come in chunks of at most PAIR_CHUNK (a 100k-member hot key has ~6.4M
+        # pairs within k, each found several times: held at once they took 1.5 GB of one
+        # Python worker); a pair whose ends the union-find already connects is dropped in
+        # numpy, so only pairs that may join two sets reach the Python loop of `link`.
+        splitting = _SplitSearch(members, k)
+        for i_idx, j_idx in splitting.chunks():
+            parents = np.asarray(parent_list, np.int64)
+            while True:  # pointer jumping: every member's root, vectorised
+                jumped = parents[parents]
+                if np.array_equal(jumped, parents):
+                    break
+                parents = jumped
+            apart = parents[i_idx] != parents[j_idx]
+            link(*_distinct_pairs(i_idx[apart], j_idx[apart], n))
+        comparisons += splitting.comparisons
     if not ea:
         empty = np.empty(0, np.uint64)
         return empty, empty, np.empty(0, np.uint8), comparisons
@@ -370,9 +386,21 @@ def _split_masks(varying: int, parts: int) -> list[int]:
     return masks
 
 
-def _pairs_by_splitting(members: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _distinct_pairs(i_idx: np.ndarray, j_idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs with repeats (in either order) dropped, as (low, high), sorted; n: members."""
+    if not i_idx.size:
+        return i_idx, j_idx
+    lo, hi = np.minimum(i_idx, j_idx), np.maximum(i_idx, j_idx)
+    codes = np.sort(lo * n + hi)  # a sort, then neighbours: faster than np.unique here
+    unique = codes[np.r_[True, codes[1:] != codes[:-1]]]
+    return unique // n, unique % n
+
+
+@dataclass
+class _SplitSearch:
     """Index pairs (i, j) of distinct uint64 `members` whose components equal those of all
-    pairs within k, found without comparing all pairs; and the comparisons made.
+    pairs within k, found without comparing all pairs, in chunks (`chunks()`); then
+    `comparisons`, the pairwise comparisons made.
 
     Pigeonhole once more: two members of a set within k differ only in bits that vary in the
     set; cut those bits into k + 1 masks and the two agree on one of them. So each group of
@@ -380,47 +408,54 @@ def _pairs_by_splitting(members: np.ndarray, k: int) -> tuple[np.ndarray, np.nda
     the mask's bits are now equal), until a group is small enough to compare pairwise
     (`SPLIT_BELOW`) or varies in k bits or fewer (then all its pairs are within k, and a star
     from its first member connects it). Every pair within k is found in some group; a pair
-    may be found more than once, and repeats are dropped.
+    may be found more than once, in the same chunk or in several (the caller drops repeats).
+    A chunk holds at most about `PAIR_CHUNK` pairs, so memory does not grow with the pairs
+    of the run; the chunks depend only on the members' order.
     """
-    kk = np.uint64(k)
-    found_i, found_j = [], []
-    comparisons = 0
-    stack = [np.arange(len(members))]
-    while stack:
-        idx = stack.pop()
-        if idx.size < 2:
-            continue
-        fps = members[idx]
-        varying = int(np.bitwise_or.reduce(fps ^ fps[0]))
-        if varying.bit_count() <= k:
-            found_i.append(np.full(idx.size - 1, idx[0]))
-            found_j.append(idx[1:])
-            continue
-        if idx.size <= SPLIT_BELOW:
-            dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
-            comparisons += idx.size * (idx.size - 1) // 2
-            rows, cols = np.nonzero(np.triu(dist <= kk, 1))
-            found_i.append(idx[rows])
-            found_j.append(idx[cols])
-            continue
-        for mask in _split_masks(varying, k + 1):
-            keys = fps & np.uint64(mask)
-            order = np.argsort(keys, kind="stable")
-            ordered = keys[order]
-            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-            ends = np.r_[starts[1:], ordered.size]
-            for start, end in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
-                stack.append(idx[order[start:end]])
-    # No pair found (a spread-out run with nothing within k): nothing to deduplicate.
-    if not found_i or not sum(part.size for part in found_i):
-        empty = np.empty(0, np.int64)
-        return empty, empty, comparisons
-    i_idx = np.concatenate(found_i).astype(np.int64)
-    j_idx = np.concatenate(found_j).astype(np.int64)
-    lo, hi = np.minimum(i_idx, j_idx), np.maximum(i_idx, j_idx)
-    codes = np.sort(lo * len(members) + hi)  # a sort, then neighbours: faster than np.unique here
-    unique = codes[np.r_[True, codes[1:] != codes[:-1]]]
-    return unique // len(members), unique % len(members), comparisons
+
+    members: np.ndarray
+    k: int
+    comparisons: int = 0
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        members, k = self.members, self.k
+        kk = np.uint64(k)
+        found_i: list[np.ndarray] = []
+        found_j: list[np.ndarray] = []
+        held = 0
+        stack = [np.arange(len(members))]
+        while stack:
+            idx = stack.pop()
+            if idx.size < 2:
+                continue
+            fps = members[idx]
+            varying = int(np.bitwise_or.reduce(fps ^ fps[0]))
+            if varying.bit_count() <= k:
+                found_i.append(np.full(idx.size - 1, idx[0]))
+                found_j.append(idx[1:])
+            elif idx.size <= SPLIT_BELOW:
+                dist = np.bitwise_count(fps[:, None] ^ fps[None, :])
+                self.comparisons += idx.size * (idx.size - 1) // 2
+                rows, cols = np.nonzero(np.triu(dist <= kk, 1))
+                found_i.append(idx[rows])
+                found_j.append(idx[cols])
+            else:
+                for mask in _split_masks(varying, k + 1):
+                    keys = fps & np.uint64(mask)
+                    order = np.argsort(keys, kind="stable")
+                    ordered = keys[order]
+                    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+                    ends = np.r_[starts[1:], ordered.size]
+                    for start, end in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
+                        stack.append(idx[order[start:end]])
+                continue
+            held += found_i[-1].size
+            if held >= PAIR_CHUNK:
+                yield np.concatenate(found_i).astype(np.int64), np.concatenate(found_j).astype(np.int64)
+                found_i, found_j, held = [], [], 0
+        # The last chunk; none when no pair was found (a spread-out run with nothing within k).
+        if held:
+            yield np.concatenate(found_i).astype(np.int64), np.concatenate(found_j).astype(np.int64)
 
 
 def _first_pair_within(

@@ -344,3 +344,40 @@ def test_a_spread_out_run_with_no_pair_within_k_has_no_edges():
     assert not brute_force(values, 3)
     a, b, d, comparisons = summarise_run(values, 3)
     assert a.size == b.size == d.size == 0 and comparisons > 0
+
+
+@pytest.mark.parametrize("chunk", [1, 64, 10_000])
+def test_a_hot_run_searched_in_small_chunks_keeps_exact_components(monkeypatch, chunk):
+    """The spread-out search hands its pairs over in chunks; whatever their size, every edge
+    is a true pair and the components equal brute force's."""
+    monkeypatch.setattr(join_kernel, "PAIR_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    k, free_bits, n = 3, 18, 3000
+    high = np.uint64(int(rng.integers(0, 2**63)) << free_bits & (2**64 - 1))
+    members = high | rng.choice(1 << free_bits, size=n, replace=False).astype(np.uint64)
+    expected = brute_force(members, k)
+    a, b, d, _ = summarise_run(members, k)
+    assert np.all(np.bitwise_count(a ^ b) == d) and np.all(d <= k) and np.all(a != b)
+    signed = [(min(x, y), max(x, y), int(z)) for x, y, z in zip(a.view(np.int64).tolist(), b.view(np.int64).tolist(), d)]
+    assert set(signed) <= expected
+    nodes = members.view(np.int64).tolist()
+    assert components(nodes, signed) == components(nodes, expected)
+    assert len(signed) < n  # a spanning forest
+
+
+def test_a_hot_keys_memory_does_not_grow_with_its_pairs():
+    """A 60k-member hot key (44 shared bits, 20 random) has ~2.3M pairs within 3 bits, each
+    found several times by the search: its summary must not hold them all at once (it took
+    ~1.5 GB of one Python worker at 100k members). numpy's allocations are traced."""
+    import tracemalloc
+
+    rng = np.random.default_rng(60)
+    members = np.uint64(0xABCDE << 20) | rng.choice(1 << 20, size=60_000, replace=False).astype(np.uint64)
+    tracemalloc.start()
+    try:
+        a, _, _, _ = summarise_run(members, 3)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(a) == len(members) - 1  # one component here: a spanning tree
+    assert peak < 96 * 2**20, f"peak {peak / 2**20:.0f} MB"
