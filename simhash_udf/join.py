@@ -267,14 +267,17 @@ def join_pairs(joined: DataFrame, summarised: bool = True) -> DataFrame:
 
     summarised: whether any hot run was summarised (`join_stats(...)["summarised_runs"] > 0`);
     if so, summary edges are made distinct and those a PAIR row already has are dropped from
-    the PAIR side (summary edges are few: a broadcast).
+    the PAIR side. Summary edges are fewer than the hot runs' members, but those can be a
+    large share of a crawl: the join is left to Spark's adaptive execution, which broadcasts
+    them only when they are under its size threshold (a forced broadcast would put all of
+    them on the driver and on every executor).
     """
     columns = ["fp_a", "fp_b", "distance"]
     pairs = joined.where(F.col("kind") == PAIR).select(*columns)
     if not summarised:
         return pairs
     edges = joined.where(F.col("kind") == SUMMARY_EDGE).select(*columns).distinct()
-    return pairs.join(F.broadcast(edges.select("fp_a", "fp_b")), ["fp_a", "fp_b"], "left_anti").unionByName(edges)
+    return pairs.join(edges.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti").unionByName(edges)
 
 
 def join_stats(

@@ -334,3 +334,32 @@ def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark):
         if share == 1.0:
             assert set(got) == set(expected)
         assert stats["listed_pairs"] > 0
+
+
+def test_summary_edges_are_broadcast_only_under_sparks_threshold(spark):
+    """A hot run's summary can hold as many edges as the run has members (a template that is a
+    large share of a crawl): join_pairs must leave the choice of a broadcast to Spark's size
+    threshold. With the threshold off, no broadcast; the pairs are unchanged."""
+    values = _hot_members(9, 900)
+    frame = spark.createDataFrame([(int(v),) for v in values.view(np.int64)], "fingerprint long")
+    plan = bands.BandPlan(3, 4)
+    joined = join.band_join(frame, plan, len(values), hot_run_size=500).localCheckpoint()
+    assert join.join_stats(joined, plan, len(values))["summarised_runs"] > 0
+    settings = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold")
+    before = {key: spark.conf.get(key, None) for key in settings}
+    try:
+        for key in settings:
+            spark.conf.set(key, "-1")
+        pairs = join.join_pairs(joined, summarised=True)
+        got = pairs.collect()
+        plan_text = pairs._jdf.queryExecution().executedPlan().toString()
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    assert "Broadcast" not in plan_text, plan_text
+    expected = set(_brute_force_pairs(values, 3))
+    assert {(r.fp_a, r.fp_b, r.distance) for r in got} <= expected
+    assert len(got) == len({(r.fp_a, r.fp_b) for r in got})
