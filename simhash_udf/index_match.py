@@ -146,8 +146,10 @@ def lookup(
     than this is *hot*: instead of joining its b batch rows to its s stored rows (b x s
     candidates), its members are summarised as the self-join summarises a hot run (None:
     every bucket is joined in full).
-    materialise: stores the stored key rows that share a batch key (read twice: for the
-    bucket sizes and for the join); default `localCheckpoint`.
+    materialise: stores what is read more than once (the stored key rows that share a batch
+    key, the batch key rows on those keys, the bucket sizes); default `localCheckpoint`.
+    Only the batch's key rows are broadcast in full, once, for the scan; what follows joins
+    the few rows that share keys.
     """
     spark = batch.sparkSession
     if index_keys is None:
@@ -157,17 +159,22 @@ def lookup(
     keys = join.band_keys(batch, plan).select("table", "key", F.col("fingerprint").alias("fp_new"))
     small = batch_rows is None or batch_rows * plan.n_tables <= BROADCAST_KEY_ROWS
     side = F.broadcast if small else (lambda frame: frame)
-    # One scan of the index: its key rows that some batch row shares (the joined rows' other side).
+    # One scan of the index, streamed past the batch's key rows: the stored rows that share a
+    # key with some batch row (a few per batch fingerprint with the lookup's plan), stored once.
     hits = materialise(
         index_keys.select("table", "key", F.col("fingerprint").alias("fp_old")).join(
-            side(keys.select("table", "key").distinct()), ["table", "key"], "left_semi"
+            side(keys.select("table", "key")), ["table", "key"], "left_semi"
         )
     )
+    hit_rows = hits.count()  # a stored copy: its footers
+    # The batch rows on the other side of those keys: as few (the batch's key rows are
+    # streamed past the hits' keys, not broadcast again).
+    stored_sizes = hits.groupBy("table", "key").agg(F.count(F.lit(1)).alias("s"))
+    few = F.broadcast if hit_rows <= BROADCAST_KEY_ROWS else (lambda frame: frame)
+    batch_hits = materialise(keys.join(few(stored_sizes.select("table", "key")), ["table", "key"], "left_semi"))
     # Keys on both sides only: b batch rows and s stored rows, b x s joined rows.
     sizes = materialise(
-        keys.groupBy("table", "key").agg(F.count(F.lit(1)).alias("b")).join(
-            hits.groupBy("table", "key").agg(F.count(F.lit(1)).alias("s")), ["table", "key"]
-        )
+        batch_hits.groupBy("table", "key").agg(F.count(F.lit(1)).alias("b")).join(stored_sizes, ["table", "key"])
     )
     is_hot = (F.col("b") + F.col("s") > F.lit(hot_run_size)) if hot_run_size is not None else F.lit(False)
     totals = sizes.agg(
@@ -176,6 +183,7 @@ def lookup(
         F.sum(is_hot.cast("long")).alias("hot"),
     ).first()
     cold_candidates, met, n_hot = int(totals["cold"] or 0), int(totals["met"] or 0), int(totals["hot"] or 0)
+    keys, side = batch_hits, (F.broadcast if batch_hits.count() <= BROADCAST_KEY_ROWS else (lambda frame: frame))
     differing = F.col("fp_new").bitwiseXOR(F.col("fp_old"))
     distance = F.bit_count(differing).cast("int")
 

@@ -282,9 +282,38 @@ def explain(
         f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
         "it runs, and its time and rows at its end):"
     )
-    for name, what in run_stages(fmt, fingerprint_col, write_pairs, verify_texts):
+    # Runs against an index do not apply the short-text policy (see `pipeline._run_staged`).
+    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None)
+    if index is not None:
+        stages = _with_index_stages(stages, index.plan is not None)
+    for name, what in stages:
         lines.append(f"  {name:<22} {what}")
     return "\n".join(lines)
+
+
+def _with_index_stages(stages: list[tuple[str, str]], existing: bool) -> list[tuple[str, str]]:
+    """`run_stages` with the stages of a run against an index (`index_run.IndexSession.find`)
+    in their places. existing: the index has entries (a new one has no clusters to read)."""
+    out: list[tuple[str, str]] = []
+    for name, what in stages:
+        if name == "distinct_fingerprints":
+            out.append(("index_ids", "documents whose id the index already holds are skipped (id_in_index)"))
+        out.append((name, what))
+        if name == "distinct_fingerprints":
+            out.append((
+                "index_lookup",
+                "the index's key rows that share a batch key (one scan), bucket sizes, the matches; "
+                "hot buckets summarised",
+            ))
+        if name == "components":
+            if existing:
+                out.append(("index_clusters", "the indexed cluster each component touching the index joins"))
+            out += [
+                ("index_assign", "cluster and status of every document, indexed clusters first"),
+                ("index_pairs", "the pairs with at least one fingerprint new to the index"),
+                ("index_write", "write the run's entries and keys into its new segment"),
+            ]
+    return out
 
 
 def _explain_self_join(n: int, k: int, blocks: int | None) -> list[str]:
