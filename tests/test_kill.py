@@ -9,6 +9,7 @@ manifest) say where it is.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ import pytest
 
 from conftest import ROOT
 from test_index import clusters_of, entries_of, entry_key, pairs_of, run_job, two_days  # noqa: F401
+from test_index_crash import index_main, missing_or_resized  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -68,7 +70,7 @@ def kill_when(process: subprocess.Popen, pattern: str, timeout: float = 600) -> 
 
 @pytest.mark.parametrize("point,published", KILL_POINTS, ids=["fingerprint", "after_join", "index_write", "before_publish", "after_publish"])
 def test_killed_run_leaves_the_index_whole_and_a_rerun_repairs_it(
-    spark, dedupe_main, two_days, tmp_path, point, published  # noqa: F811
+    spark, dedupe_main, index_main, two_days, tmp_path, point, published  # noqa: F811
 ):
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
@@ -89,6 +91,15 @@ def test_killed_run_leaves_the_index_whole_and_a_rerun_repairs_it(
         assert published
         assert clusters_of(spark, out) == clusters_of(spark, two_days["reference_out"])
     assert not list(tmp_path.glob(".out.replaced-*"))
+
+    # The killed run's lease (its process is gone) does not hold up compact, which removes
+    # it and the killed run's unpublished folder; --keep-last 1 keeps a published d2 rerunnable.
+    assert list((index / "leases").glob("run-d2-*.json")), "the killed run held a lease"
+    assert index_main(["compact", "--index", str(index), "--min-age", "0", "--keep-last", "1"], spark=spark) == 0
+    assert not list((index / "leases").glob("*.json"))
+    assert missing_or_resized(index) == []
+    listed = {s["folder"].split("/")[-1] for s in json.loads(sorted((index / "manifests").glob("*.json"))[-1].read_text())["segments"]}
+    assert {p.name for p in (index / "segments").iterdir()} == listed
 
     # The same run id again: the outputs and the index of an uninterrupted run.
     again = ["--overwrite"] if out.exists() else []
