@@ -131,37 +131,6 @@ class NearDuplicates:
     join_stats: dict[str, Any]
 
 
-def _join_stats(fingerprints: DataFrame, plan: bands.BandPlan, n: int) -> dict[str, Any]:
-    """Candidate pairs (from bucket sizes), the largest bucket and the hot buckets: the
-    counts of the SQL join, for runs against an index (`index_run`); the self-join of
-    `find_near_duplicates` takes its counts from `join.join_stats` instead."""
-    if plan.k == 0:
-        return {"candidate_pairs": 0, "largest_bucket": 1 if n else 0, "hot_buckets": []}
-    # Two reads of the bucket sizes (totals, then the hot ones): keep them rather than
-    # exploding and shuffling every band key twice. Only buckets of 2+ members are kept.
-    sizes = join.bucket_sizes(fingerprints, plan).persist()
-    totals = sizes.agg(
-        F.sum(F.col("size") * (F.col("size") - 1) / 2).cast("long").alias("candidates"),
-        F.max("size").alias("largest"),
-    ).first()
-    hot = (
-        sizes.where(F.col("size") > HOT_BUCKET_SIZE)
-        .orderBy(F.col("size").desc(), "table", "key")
-        .limit(HOT_BUCKETS_LISTED)
-        .collect()
-    )
-    sizes.unpersist()
-    return {
-        "candidate_pairs": int(totals["candidates"] or 0),
-        "largest_bucket": int(totals["largest"] or (1 if n else 0)),
-        "hot_bucket_threshold": HOT_BUCKET_SIZE,
-        "hot_buckets": [
-            {"table": r["table"], "blocks": list(plan.tables[r["table"]]), "key": r["key"], "size": r["size"]}
-            for r in hot
-        ],
-    }
-
-
 def fingerprint_documents(
     docs: DataFrame, config: DedupeConfig, stages: Stages
 ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
