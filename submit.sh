@@ -174,7 +174,7 @@ case $master in
 esac
 # The driver's JVM runs this at its first OutOfMemoryError, before Spark logs the stack
 # traces (and, in local mode, exits with code 52): one line saying what to raise. The text
-# goes through the environment, so no quoting survives two parsers; not in cluster deploy
+# goes through the environment (no quoting through two parsers); not in cluster deploy
 # mode, where the driver runs elsewhere without it.
 if [ "$deploy_mode" != cluster ]; then
   export SIMHASH_OOM_HINT=$oom_hint

@@ -186,9 +186,10 @@ def test_the_wide_single_row_group_file_runs_with_the_defaults(wide_parquet, tmp
 @pytest.mark.slow
 def test_the_wide_file_runs_in_spark_s_old_1g_driver(wide_parquet, tmp_path):
     """The issue's crash was the vectorized reader's batch of 4,096 wide rows in local mode's
-    1 GB driver (exit 52): with the readers' small batch the same driver runs the job."""
+    1 GB driver (exit 52): with the readers' small batch the same driver runs the job. (1g as
+    a Spark property: submit.sh passed that form on before issue 11 too.)"""
     out = tmp_path / "out"
-    result = submit("--driver-memory", "1g", "--input", str(wide_parquet), "--output", str(out), "--html")
+    result = submit("--conf", "spark.driver.memory=1g", "--input", str(wide_parquet), "--output", str(out), "--html")
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
     assert "local mode: driver memory" not in result.stderr      # the user's 1g stands
     assert sorted(r["id"] for r in pq.read_table(out / "clusters", columns=["id"]).to_pylist()) == list(range(WIDE_PAGES))
