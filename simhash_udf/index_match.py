@@ -278,8 +278,10 @@ def indexed_clusters(
     bridges: `component`, `clusters` (int > 1) - components touching several indexed clusters
         (a new page near two clusters the index keeps apart; they stay apart).
     """
+    # The touched fingerprints are as many as the batch's matches: no forced broadcast
+    # (Spark's adaptive execution broadcasts them while they are under its size threshold).
     touched = matches.select(F.col("fp_old").alias("fingerprint")).distinct()
-    info = entries.join(F.broadcast(touched), "fingerprint").select(
+    info = entries.join(touched, "fingerprint").select(
         "fingerprint", "cluster_id", "cluster_fingerprint", "cluster_exact_key", "cluster_run_id"
     )
     # A batch fingerprint equal to an indexed one (distance 0) is that node itself; otherwise
@@ -294,9 +296,18 @@ def indexed_clusters(
         "cluster_id", "cluster_fingerprint", "cluster_exact_key", "cluster_run_id",
         order_seq.alias("_seq"),
     )
-    first = Window.partitionBy("component").orderBy(F.col("_seq").asc_nulls_last(), F.col("cluster_id").asc())
-    by_component = (
-        ranked.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank", "_seq")
+    # The first cluster of each component by aggregates, not a window: a component can touch
+    # many indexed nodes, and a window would gather them all in one task. The struct orders
+    # by run (a run missing from run_seq last), then cluster id.
+    first = F.min(
+        F.struct(
+            F.col("_seq").isNull().alias("_no_seq"), "_seq", "cluster_id",
+            "cluster_fingerprint", "cluster_exact_key", "cluster_run_id",
+        )
+    ).alias("_first")
+    by_component = ranked.groupBy("component").agg(first).select(
+        "component", "_first.cluster_id", "_first.cluster_fingerprint", "_first.cluster_exact_key",
+        "_first.cluster_run_id",
     )
     bridges = (
         ranked.groupBy("component").agg(F.countDistinct("cluster_id").alias("clusters")).where("clusters > 1")

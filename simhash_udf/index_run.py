@@ -263,7 +263,7 @@ class IndexSession:
         if entries is not None:
             touched = matches.select(F.col("fp_old").alias("fingerprint")).distinct()
             names = names.unionByName(
-                entries.join(F.broadcast(touched), "fingerprint").select(
+                entries.join(touched, "fingerprint").select(
                     F.col("id").cast(fingerprinted.schema["id"].dataType).alias("id"), "fingerprint"
                 )
             )
