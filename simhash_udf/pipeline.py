@@ -227,7 +227,14 @@ def run(
     between the two is repaired by rerunning the same run id.
     """
     started = time.time()
-    target = io.StagedOutput(spark, output, overwrite)
+    try:
+        target = io.StagedOutput(spark, output, overwrite)
+    except BaseException:
+        # Refused before any work (say, the output exists): the index session still holds
+        # its lease, which would keep `compact` out for as long as this process lives.
+        if index is not None:
+            index.abort()
+        raise
     try:
         result, samples = _run_staged(spark, config, input_path, fmt, target, started, index)
         result["output"] = output

@@ -276,3 +276,18 @@ def test_compact_keep_last_merges_the_older_runs_and_leaves_the_newest_rerunnabl
     assert entry_key(entries_of(spark, index)) == before
     # A run merged with others is not rerunnable (remove-run first), as before.
     assert run_job(dedupe_main, spark, two_days["day2"], tmp_path / "out2", index, "--run-id", "d2") == 2
+
+
+def test_a_run_refused_for_its_output_leaves_no_lease_behind(spark, dedupe_main, two_days, tmp_path, capsys):  # noqa: F811
+    """A run against the index whose --output already exists (no --overwrite) is refused
+    before any work; its lease must go with it, or compact in the same process (a notebook,
+    a scheduler's worker) is refused although no run is going on."""
+    index = tmp_path / "index"
+    shutil.copytree(two_days["template"], index)
+    out = tmp_path / "out"
+    out.mkdir()
+    code = run_job(dedupe_main, spark, two_days["day2"], out, index, "--run-id", "d2")
+    assert code == 2, capsys.readouterr().err
+    capsys.readouterr()
+    assert not list((index / "leases").glob("run-*.json")), "the refused run still holds its lease"
+    assert missing_or_resized(index) == []
