@@ -42,15 +42,26 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-@pytest.fixture(scope="session")
-def dedupe_main():
-    """`main(argv, spark)` of jobs/dedupe.py, loaded from its file as spark-submit does."""
+def load_job(name: str):
+    """`main(argv, spark)` of jobs/NAME.py, loaded from its file as spark-submit does."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("dedupe_job", ROOT / "jobs" / "dedupe.py")
+    spec = importlib.util.spec_from_file_location(f"{name}_job", ROOT / "jobs" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.main
+
+
+@pytest.fixture(scope="session")
+def dedupe_main():
+    """`main(argv, spark)` of jobs/dedupe.py."""
+    return load_job("dedupe")
+
+
+@pytest.fixture(scope="session")
+def index_main():
+    """`main(argv, spark)` of jobs/index.py."""
+    return load_job("index")
 
 
 def popcount64(value: int) -> int:

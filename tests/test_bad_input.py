@@ -12,14 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from generators import PARAGRAPH
+
 pytestmark = pytest.mark.spark
 
-PARAGRAPH = (
-    "Harbour officials said on Tuesday that the new container terminal will open next spring, "
-    "after two years of dredging, a dispute over the contract for the cranes and a long "
-    "argument about who pays for the rail link to the inland depot. Shipping lines welcomed "
-    "the news but warned that fees must stay competitive with the ports further up the coast."
-)
 
 
 LONGER = (

@@ -367,17 +367,8 @@ def test_exact_copies_and_short_texts_across_days(spark, dedupe_main, tmp_path):
     assert report_of(tmp_path / "out-d2")["index"]["documents_joining_indexed_clusters"] == 4
 
 
-def index_main():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("index_job", ROOT / "jobs" / "index.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
-
-
-def test_index_maintenance_info_remove_run_compact(spark, two_days, tmp_path, capsys):
-    main = index_main()
+def test_index_maintenance_info_remove_run_compact(spark, index_main, two_days, tmp_path, capsys):
+    main = index_main
     index = tmp_path / "index"
     shutil.copytree(two_days["reference_index"], index)
     day1_entries = entry_key(entries_of(spark, two_days["template"]))

@@ -15,7 +15,6 @@ lists exists with its recorded size.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -26,22 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from simhash_udf import index as index_module
 from simhash_udf.index import IndexStore
 from simhash_udf.index_run import IndexSession
 from test_index import clusters_of, entries_of, entry_key, run_job, two_days  # noqa: F401
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def index_main():
-    """`main(argv, spark)` of jobs/index.py, loaded from its file as spark-submit does."""
-    spec = importlib.util.spec_from_file_location("index_job", ROOT / "jobs" / "index.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
 
 
 def newest_manifest(index: Path) -> dict:

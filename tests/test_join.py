@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
+from generators import near_centre
 from simhash_udf import bands, join, join_kernel
 
 pytestmark = pytest.mark.spark
@@ -276,17 +277,9 @@ def test_sql_join_is_still_exact(data):
 
 
 def _hot_members(seed: int, size: int) -> np.ndarray:
-    """`size` fingerprints 1..3 bits from a centre, all flips in the low 32 bits: one run of
-    all of them in the tables of BandPlan(3, 4) that keep the high blocks."""
-    rng = np.random.default_rng(seed)
-    centre = int(rng.integers(0, 2**64, dtype=np.uint64, endpoint=False))
-    members = {centre}
-    while len(members) < size:
-        value = centre
-        for bit in rng.choice(32, int(rng.integers(1, 4)), replace=False):
-            value ^= 1 << int(bit)
-        members.add(value)
-    return np.array(sorted(members), np.uint64)
+    """`size` fingerprints near one centre (`generators.near_centre`), sorted: one run of all
+    of them in the tables of BandPlan(3, 4) that keep the high blocks."""
+    return np.array(sorted(near_centre(seed, size)[1]), np.uint64)
 
 
 def test_join_stats_report_the_hot_threshold_used(spark):

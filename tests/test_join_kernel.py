@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generators import near_centre
 from simhash_udf import bands, config, join_kernel
 from simhash_udf.bands import BandPlan
 from simhash_udf.join_kernel import KernelPlan, join_partition, summarise_run
@@ -120,14 +121,8 @@ def hot_cluster(seed: int, size: int, k: int) -> np.ndarray:
     bits, so every member shares the high 32 bits: with 4 blocks, tables 2 and 3 put them all
     in one bucket, and a sub-block in the high bits in one run. Plus a chain of members
     k + 1 bits from the centre and 1 bit from each other, and random fingerprints."""
-    rng = np.random.default_rng(seed)
-    centre = int(rng.integers(0, 2**64, dtype=np.uint64, endpoint=False))
-    members = {centre}
-    while len(members) < size:
-        value = centre
-        for bit in rng.choice(32, int(rng.integers(1, 4)), replace=False):
-            value ^= 1 << int(bit)
-        members.add(value)
+    centre, members = near_centre(seed, size)
+    rng = np.random.default_rng([seed, 1])
     chain, value = [], centre
     for bit in range(k + 1):
         value ^= 1 << (60 - bit)
@@ -218,6 +213,19 @@ def test_summarise_run_links_groups_and_falls_back_to_pairwise():
         assert comparisons > 0
 
 
+def assert_exact_summary(members: np.ndarray, k: int) -> tuple[set, int]:
+    """summarise_run's edges are true pairs (distance <= k, as stated) whose components
+    equal brute force's; returns (the edges as signed (a, b, distance), comparisons)."""
+    expected = brute_force(members, k)
+    a, b, d, comparisons = summarise_run(members, k)
+    assert np.all(np.bitwise_count(a ^ b) == d) and np.all(d <= k) and np.all(a != b)
+    signed = {(min(x, y), max(x, y), int(z)) for x, y, z in zip(a.view(np.int64).tolist(), b.view(np.int64).tolist(), d)}
+    assert signed <= expected
+    nodes = members.view(np.int64).tolist()
+    assert components(nodes, signed) == components(nodes, expected)
+    return signed, comparisons
+
+
 @pytest.mark.parametrize("k, free_bits, n", [(3, 20, 6000), (2, 17, 4000), (4, 22, 5000)])
 def test_a_spread_out_hot_run_is_searched_without_comparing_all_pairs(k, free_bits, n):
     """A hot key: members equal in their high bits and random in the low `free_bits` (no
@@ -228,13 +236,7 @@ def test_a_spread_out_hot_run_is_searched_without_comparing_all_pairs(k, free_bi
     high = np.uint64(int(rng.integers(0, 2**63)) << free_bits & (2**64 - 1))
     low = rng.choice(1 << free_bits, size=n, replace=False).astype(np.uint64)
     members = high | low
-    expected = brute_force(members, k)
-    a, b, d, comparisons = summarise_run(members, k)
-    assert np.all(np.bitwise_count(a ^ b) == d) and np.all(d <= k) and np.all(a != b)
-    signed = [(min(x, y), max(x, y), int(z)) for x, y, z in zip(a.view(np.int64).tolist(), b.view(np.int64).tolist(), d)]
-    assert set(signed) <= expected
-    nodes = members.view(np.int64).tolist()
-    assert components(nodes, signed) == components(nodes, expected)
+    _, comparisons = assert_exact_summary(members, k)
     assert comparisons < n * (n - 1) // 2 / 4
 
 
@@ -355,14 +357,8 @@ def test_a_hot_run_searched_in_small_chunks_keeps_exact_components(monkeypatch, 
     k, free_bits, n = 3, 18, 3000
     high = np.uint64(int(rng.integers(0, 2**63)) << free_bits & (2**64 - 1))
     members = high | rng.choice(1 << free_bits, size=n, replace=False).astype(np.uint64)
-    expected = brute_force(members, k)
-    a, b, d, _ = summarise_run(members, k)
-    assert np.all(np.bitwise_count(a ^ b) == d) and np.all(d <= k) and np.all(a != b)
-    signed = [(min(x, y), max(x, y), int(z)) for x, y, z in zip(a.view(np.int64).tolist(), b.view(np.int64).tolist(), d)]
-    assert set(signed) <= expected
-    nodes = members.view(np.int64).tolist()
-    assert components(nodes, signed) == components(nodes, expected)
-    assert len(signed) < n  # a spanning forest
+    edges, _ = assert_exact_summary(members, k)
+    assert len(edges) < n  # a spanning forest
 
 
 def test_a_hot_keys_memory_does_not_grow_with_its_pairs():

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import ROOT
 from test_index import clusters_of, entries_of, entry_key, pairs_of, run_job, two_days  # noqa: F401
-from test_index_crash import index_main, missing_or_resized  # noqa: F401
+from test_index_crash import missing_or_resized
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
