@@ -342,7 +342,11 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         # A JVM that died (local mode's exit 52 on OutOfMemoryError) shows here as a lost
         # connection: its exit code says why.
         lost = isinstance(error, (Py4JNetworkError, ConnectionError))
-        hint = memory_hint(str(error), context.master if context else None, jvm_exit_code(5.0 if lost else 0.0))
+        try:
+            text = str(error)
+        except Exception:  # a Py4JJavaError asks its JVM for its text: a dead JVM cannot answer
+            text, lost = "", True
+        hint = memory_hint(text, context.master if context else None, jvm_exit_code(5.0 if lost else 0.0))
         if hint:
             print(hint, file=sys.stderr, flush=True)
         raise
