@@ -30,7 +30,6 @@ log = logging.getLogger("simhash_udf")
 # Buckets of the band join with more members than this are reported as hot (each one costs
 # size^2 / 2 candidate comparisons): the join's one hot threshold, not a second one.
 HOT_BUCKET_SIZE = join_kernel.HOT_RUN_SIZE
-HOT_BUCKETS_LISTED = 10
 
 
 class DuplicateIdsError(io.InputError):
