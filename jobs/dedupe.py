@@ -332,6 +332,11 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
     return 0
 
 
+# How long main waits for a driver JVM that lost its connection to exit (5 s was too short
+# in CI: the exit code was not in yet, and the out-of-memory line was not printed).
+JVM_EXIT_WAIT_SECONDS = 120.0
+
+
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     """`run_job`; when it fails because Spark ran out of memory, one line saying which setting
     to raise comes first, then the error as Spark gave it (issue 11, item 6)."""
@@ -340,13 +345,14 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     except Exception as error:
         context = SparkContext._active_spark_context
         # A JVM that died (local mode's exit 52 on OutOfMemoryError) shows here as a lost
-        # connection: its exit code says why.
+        # connection: its exit code says why. Its shutdown hooks (stopping the context,
+        # deleting scratch) can take tens of seconds on a loaded machine, so wait for it.
         lost = isinstance(error, (Py4JNetworkError, ConnectionError))
         try:
             text = str(error)
         except Exception:  # a Py4JJavaError asks its JVM for its text: a dead JVM cannot answer
             text, lost = "", True
-        hint = memory_hint(text, context.master if context else None, jvm_exit_code(5.0 if lost else 0.0))
+        hint = memory_hint(text, context.master if context else None, jvm_exit_code(JVM_EXIT_WAIT_SECONDS if lost else 0.0))
         if hint:
             print(hint, file=sys.stderr, flush=True)
         raise
