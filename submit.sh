@@ -156,11 +156,11 @@ memory_from_file() {
 [ -n "$driver_memory" ] || driver_memory=${SPARK_DRIVER_MEMORY:-$(memory_from_file)}
 # Local mode: the driver is every executor too, and Spark gives it 1 GB whatever the machine
 # (issue 11, item 6). Unless the user set it, it gets a share of this machine's memory
-# (simhash_udf/session.py, the same rule as `python jobs/dedupe.py`), said in one line.
+# (simhash_udf/run/session.py, the same rule as `python jobs/dedupe.py`), said in one line.
 case $master in
   local | local\[*)
     if [ -z "$driver_memory" ] && [ "$wants_help" = 0 ]; then
-      if sizing=$(cd "$here" && "$venv/bin/python" -m simhash_udf.session --local-driver-memory); then
+      if sizing=$(cd "$here" && "$venv/bin/python" -m simhash_udf.run.session --local-driver-memory); then
         driver_memory=${sizing%%$'\n'*}
         echo "submit.sh: ${sizing#*$'\n'}" >&2
         spark_args=(--driver-memory "$driver_memory" ${spark_args[@]+"${spark_args[@]}"})

@@ -18,10 +18,10 @@ Extractors, each a function HTML -> text, run on the same pages in the same proc
 - trafilatura: `trafilatura.extract` with comments out, tables in, and its own
   readability/jusText fallback extractors on (its default mode).
 - trafilatura-fast: the same with `fast=True` (no fallback extractors), as
-  `simhash_udf.extract.main_content` calls it.
+  `simhash_udf.core.extract.main_content` calls it.
 - resiliparse: `extract_plain_text(html, main_content=True)`.
 - readability-lxml: `Document(html).summary()`, then its visible text (`html_to_text`).
-- job (main): `simhash_udf.extract.extract(html, "main")`, what the job runs: the chosen
+- job (main): `simhash_udf.core.extract.extract(html, "main")`, what the job runs: the chosen
   extractor with the size cap and the fallback to all visible text.
 
 Figures:
@@ -66,9 +66,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from machine import cpu_model  # noqa: E402
 
-from simhash_udf import extract as job_extract  # noqa: E402
-from simhash_udf.fingerprint import fingerprint, hamming  # noqa: E402
-from simhash_udf.text import html_to_text, normalise  # noqa: E402
+from simhash_udf.core import extract as job_extract  # noqa: E402
+from simhash_udf.core.fingerprint import fingerprint, hamming  # noqa: E402
+from simhash_udf.core.text import html_to_text, normalise  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "web"
 K = 3
@@ -385,7 +385,7 @@ def render(pages, pairs, q, pages_per_s, robust, repeats, seconds) -> str:
         "with depth squared, while trafilatura gives up on such a tree at once (lxml's depth "
         "limit) and the job falls back to all visible text.",
     ]
-    job = "trafilatura-fast"  # simhash_udf.extract.main_content: EXTRACTORS maps it there
+    job = "trafilatura-fast"  # simhash_udf.core.extract.main_content: EXTRACTORS maps it there
     fast, full, resil, read = (q[n]["both"] for n in ("trafilatura-fast", "trafilatura", "resiliparse", "readability-lxml"))
     allv = q["all (visible text)"]["both"]
     lines += [
@@ -395,7 +395,7 @@ def render(pages, pairs, q, pages_per_s, robust, repeats, seconds) -> str:
         f"Rule (`choose`): quality first (no same-site pair within k, no errors on the real "
         f"pages, then the smallest mean distance to the article; within 0.5 bits counts as a "
         f"tie), then speed. By this run's figures the rule picks **{chosen}**; "
-        f"`simhash_udf/extract.py` runs **{job}** (`trafilatura.extract(fast=True)`, "
+        f"`simhash_udf/core/extract.py` runs **{job}** (`trafilatura.extract(fast=True)`, "
         f"trafilatura pinned in pyproject.toml)"
         + ("." if chosen == job else f": THEY DIFFER, the job should follow the figures."),
         "",

@@ -52,13 +52,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402  (module level: pandas_udf resolves the type hints here)
-
 from corpora import Corpus, CorpusError, peoples_daily, python_doc_html  # noqa: E402
 from recipe import recipe_simhashes  # noqa: E402
 
-from simhash_udf.config import FingerprintConfig  # noqa: E402
-from simhash_udf.fingerprint import fingerprints  # noqa: E402
-from simhash_udf.text import _jieba_tokenizer, html_to_text, mixed_tokens, normalise, tokens  # noqa: E402
+from simhash_udf.core.config import FingerprintConfig  # noqa: E402
+from simhash_udf.core.fingerprint import fingerprints  # noqa: E402
+from simhash_udf.core.text import _jieba_tokenizer, html_to_text, mixed_tokens, normalise, tokens  # noqa: E402
 
 CONFIG = FingerprintConfig()
 JIEBA_CONFIG = FingerprintConfig(segmenter="jieba")
@@ -203,8 +202,8 @@ def spark_stage(corpora: list[Corpus], repeats: int, memory: str) -> dict:
     from pyspark.sql.functions import pandas_udf
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-    from simhash_udf import udfs
-    from simhash_udf.session import get_session
+    from simhash_udf.run.session import get_session
+    from simhash_udf.stages import udfs
 
     spark = get_session(
         "bench-fingerprint",
@@ -229,7 +228,7 @@ def spark_stage(corpora: list[Corpus], repeats: int, memory: str) -> dict:
             def recipe_batch(raw: pd.Series) -> pd.Series:
                 from recipe import recipe_simhashes as fn
 
-                from simhash_udf.text import html_to_text as extract
+                from simhash_udf.core.text import html_to_text as extract
 
                 texts = [v.decode("utf-8", errors="replace") for v in raw]
                 if html:

@@ -10,7 +10,7 @@ indexed ones at 1..k bits, half new), then times, in the same session:
 
 - lookup: what a run with --index does with the fingerprints, with the index's plan: the
   batch's self-join (`join.band_join`, hot runs summarised), the lookup of its band keys in
-  the index's stored keys (`index_match.lookup`: batch side broadcast, hot buckets
+  the index's stored keys (`lookup.lookup`: batch side broadcast, hot buckets
   summarised), and the scan of the index entries' id column for repeated ids;
 - self-join: the job's join without an index (`join.band_join` and `join.join_pairs`) over
   all N + M fingerprints, with the plan `bands.choose_plan` picks for N + M (what a run
@@ -38,8 +38,10 @@ from pyspark.sql import functions as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simhash_udf import bands, index_match, join  # noqa: E402
-from simhash_udf.index import IndexStore, Manifest, RunInfo, Segment, now_iso, write_segment  # noqa: E402
+from simhash_udf.core import bands  # noqa: E402
+from simhash_udf.index import lookup
+from simhash_udf.index.store import IndexStore, Manifest, RunInfo, Segment, now_iso, write_segment  # noqa: E402
+from simhash_udf.stages import join
 
 
 def session(master: str, memory: str) -> SparkSession:
@@ -150,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         m_distinct = batch.count()
         counts: dict = {}
 
-        def lookup() -> None:
-            found = index_match.lookup(batch, keys, plan, m_distinct)
+        def run_lookup() -> None:
+            found = lookup.lookup(batch, keys, plan, m_distinct)
             found.matches.write.format("noop").mode("overwrite").save()
             counts.update(found.stats)
             joined = join.band_join(batch, plan, m_distinct).localCheckpoint()
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             docs = random_fingerprints(spark, m, seed=3, start=n - m // 2).select(
                 "id", F.lit(None).cast("string").alias("reason")
             )
-            marked = index_match.mark_repeated_ids(docs, entries, m)
+            marked = lookup.mark_repeated_ids(docs, entries, m)
             marked.write.format("noop").mode("overwrite").save()
 
         everything = entries.select("fingerprint").unionByName(batch).distinct().localCheckpoint()
@@ -173,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
             stats = join.join_stats(joined, self_plan, n_all)
             join.join_pairs(joined, stats["summarised_runs"] > 0).write.format("noop").mode("overwrite").save()
 
-        lookup_s = timed(lookup, args.repeats)
+        lookup_s = timed(run_lookup, args.repeats)
         self_s = timed(self_join, args.repeats)
-        found = index_match.lookup(batch, keys, plan, m_distinct).matches.where("distance > 0").count()
+        found = lookup.lookup(batch, keys, plan, m_distinct).matches.where("distance > 0").count()
         key_bytes, entry_bytes = folder_bytes(root / manifest.segments[0].folder / "keys"), folder_bytes(
             root / manifest.segments[0].folder / "entries"
         )

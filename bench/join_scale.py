@@ -84,7 +84,7 @@ def partitions_for(n: int) -> int:
 
 def ours_table_masks(n: int, blocks: int | None = None) -> list[int]:
     """Unsigned masks of the key bits of every table of the plan `choose_plan(n, K, blocks)`."""
-    from simhash_udf import bands
+    from simhash_udf.core import bands
 
     plan = bands.choose_plan(n, K, blocks)
     return [plan.table_mask(t) for t in range(plan.n_tables)]
@@ -95,7 +95,7 @@ def ours_compared_masks(n: int, blocks: int | None = None) -> list[int] | None:
     one of its sub-blocks, `join_kernel.KernelPlan`), or None when the join has one level.
     blocks: the plan's block count (default: the one `choose_plan(n, K)` picks)."""
     try:
-        from simhash_udf import bands, join_kernel
+        from simhash_udf.core import bands, join_kernel
     except ImportError:
         return None
     kernel_plan = getattr(join_kernel, "KernelPlan", None)
@@ -137,7 +137,7 @@ def shared_key_pairs(fingerprints: np.ndarray, masks: list[int], threads: int = 
 def plan_summary(n: int, blocks: int | None = None) -> dict:
     """The plan ours used for n (`blocks`, default the model's choice), and the model's
     prediction for it."""
-    from simhash_udf import bands
+    from simhash_udf.core import bands
 
     plan = bands.choose_plan(n, K, blocks)
     summary = {"blocks": plan.blocks, "tables": plan.n_tables}
@@ -270,8 +270,9 @@ def _shuffle_written(spark: object, group: str) -> tuple[int, int]:
 def worker(args: argparse.Namespace) -> int:
     """Run one method at one size in this process's Spark; print a JSON line."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from simhash_udf import bands, join
-    from simhash_udf.session import get_session
+    from simhash_udf.core import bands
+    from simhash_udf.run.session import get_session
+    from simhash_udf.stages import join
 
     spark = get_session(
         f"bench-join-{args.method}",

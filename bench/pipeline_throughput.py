@@ -50,7 +50,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402  (module level: pandas_udf resolves the type hints here)
-
 from corpora import Corpus, CorpusError, peoples_daily, python_doc_html  # noqa: E402
 from join_scale import BASELINE_SQL  # noqa: E402  (the plain band join, as the join benchmark's baseline)
 
@@ -93,7 +92,7 @@ def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> 
     def recipe_batch(texts: pd.Series) -> pd.Series:
         from recipe import recipe_simhashes
 
-        from simhash_udf.text import html_to_text
+        from simhash_udf.core.text import html_to_text
 
         values = [t or "" for t in texts]
         if html:
@@ -120,7 +119,7 @@ def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> 
 def measure(args: argparse.Namespace) -> dict:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from jobs.dedupe import main as dedupe_main
-    from simhash_udf.session import get_session
+    from simhash_udf.run.session import get_session
 
     zh = peoples_daily()
     en = python_doc_html(max_bytes=int((2 if args.quick else 12) * 1e6))

@@ -9,7 +9,7 @@ What is scored is what the job runs: a page's text comes from `extract.extract(h
 job merges it: exact copies (equal normalised text) always, otherwise both texts fingerprinted
 (at least `min_features` distinct features) and at most `k` bits apart. The band join finds
 every pair within k (tests/test_join*.py hold it to brute force), so pair distances stand for
-the join without running Spark. With the short-text policy (`simhash_udf.verify`), a merged
+the join without running Spark. With the short-text policy (`simhash_udf.stages.verify`), a merged
 pair whose shorter text is below `VerifyConfig.below_chars` characters must also reach the
 shingle Jaccard threshold.
 
@@ -82,16 +82,16 @@ from tune_defaults import (  # noqa: E402
     unrelated_frame,
 )
 
-from simhash_udf import bands  # noqa: E402
-from simhash_udf.config import DedupeConfig, FingerprintConfig  # noqa: E402
-from simhash_udf.extract import extract, extract_text  # noqa: E402  (the job's --extract)
+from simhash_udf.core import bands  # noqa: E402
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig  # noqa: E402
+from simhash_udf.core.extract import extract, extract_text  # noqa: E402  (the job's --extract)
 
 try:  # helper H4's short-text policy (--verify)
-    from simhash_udf.config import VerifyConfig
-    from simhash_udf.verify import jaccard, shingles
+    from simhash_udf.core.config import VerifyConfig
+    from simhash_udf.stages.verify import jaccard, shingles
 except ImportError:  # pragma: no cover - only before verify.py exists
     VerifyConfig = None  # type: ignore[assignment,misc]
-    from simhash_udf.verify import jaccard, shingles  # shingles are needed by the anchors
+    from simhash_udf.stages.verify import jaccard, shingles  # shingles are needed by the anchors
 
 DEFAULT_DATA = Path("../shared/data")
 DEFAULT_OUT = Path("docs/quality.md")

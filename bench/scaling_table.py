@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import synthetic  # noqa: E402
 from join_scale import fmt_n, ours_compared_masks, parse_size, shared_key_pairs  # noqa: E402
 
-from simhash_udf import bands  # noqa: E402
+from simhash_udf.core import bands  # noqa: E402
 
 K = 3
 TARGETS = [100_000_000, 1_000_000_000, 10_000_000_000]

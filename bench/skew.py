@@ -136,7 +136,7 @@ def make_input(scenario: str, n: int, seed: int = 7) -> Path:
 
 def worker_session(name: str, driver_memory: str):
     """The local[2] Spark session of a worker process (the job's or the SQL join's)."""
-    from simhash_udf.session import get_session
+    from simhash_udf.run.session import get_session
 
     spark = get_session(name, master="local[2]", conf={
         "spark.driver.memory": driver_memory,
@@ -168,7 +168,8 @@ def join_worker(args: argparse.Namespace) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
 
-    from simhash_udf import bands, join
+    from simhash_udf.core import bands
+    from simhash_udf.stages import join
 
     spark = worker_session("bench-skew-join", args.driver_memory)
     try:

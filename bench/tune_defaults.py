@@ -51,12 +51,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from simhash_udf.config import DedupeConfig, FingerprintConfig
-from simhash_udf.fingerprint import fingerprints, hamming
-from simhash_udf.text import decode_utf8, has_han, html_to_text, normalise
-
 from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
+
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig
+from simhash_udf.core.fingerprint import fingerprints, hamming
+from simhash_udf.core.text import decode_utf8, has_han, html_to_text, normalise
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("../shared/data")
@@ -1532,7 +1531,7 @@ def caveats(m: Measured, selection: Selection) -> list[str]:
         "long documents at distance 0 (identical fingerprints): "
         + ", ".join(f"{label} {n}" for label, n in zero.items())
         + ". `tfidf` weighs each token by its inverse frequency (jieba's IDF table for Chinese, "
-        "wordfreq's English list for other tokens; see `simhash_udf/idf.py`), which keeps "
+        "wordfreq's English list for other tokens; see `simhash_udf/core/idf.py`), which keeps "
         "function words light."
     )
     pages = m.frame("page_article", s)

@@ -9,7 +9,7 @@ Readers: each pass reads every record of a file and the whole payload of every r
 least the job needs: it must see each record's type and headers, and read the HTML), with
 - fastwarc: `ArchiveIterator(parse_http=True)`, payload from `record.reader`;
 - warcio: `ArchiveIterator`, payload from `record.content_stream()` (HTTP headers parsed);
-- job reader: `simhash_udf.warc.read_file` (FastWARC plus classification, damage checks and
+- job reader: `simhash_udf.files.warc.read_file` (FastWARC plus classification, damage checks and
   decoding to str: what one Spark task does per file).
 The methods alternate within each repeat; the figure is the median of the repeats. MB/s is
 MB (10^6 bytes) of the file as stored (compressed for .gz) and, in brackets, of the records
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from machine import cpu_model  # noqa: E402
 
-from simhash_udf import encoding, warc  # noqa: E402
+from simhash_udf.files import encoding, warc  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "web"
 BUILD = ROOT / "build" / "bench-warc"

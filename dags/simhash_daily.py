@@ -23,7 +23,7 @@ run holds the index (docs/index.md, "Runs that lose nothing").
 
 `check_report` fails the run when the day's report.json shows something wrong (no input,
 zero documents, lost rows, too many rejected or empty rows, a duplicate rate far from the
-recent days' median: `simhash_udf/checks.py`).
+recent days' median: `simhash_udf/report/checks.py`).
 
 Where things are (read when the DAG file is parsed, no database access):
     SIMHASH_PROJECT   the checkout (default: the folder above dags/)

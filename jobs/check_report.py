@@ -5,7 +5,7 @@
 Reads OUTPUT_ROOT/DATE/report.json and the reports of the last --history daily partitions
 before DATE (OUTPUT_ROOT/YYYY-MM-DD/report.json), prints one line per check and exits 0 when
 all pass, 1 when one fails (the messages say which and by how much), 2 when the day's report
-is missing or unreadable. Entry point only: the checks are `simhash_udf.checks` (stdlib only,
+is missing or unreadable. Entry point only: the checks are `simhash_udf.report.checks` (stdlib only,
 no Spark). The Airflow DAG (dags/simhash_daily.py) runs this after the job.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 # Run as a script from a checkout (python jobs/check_report.py) as well as from an install.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simhash_udf import checks  # noqa: E402
+from simhash_udf.report import checks  # noqa: E402
 
 DEFAULTS = checks.Thresholds()
 

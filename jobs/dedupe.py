@@ -3,7 +3,7 @@
     spark-submit jobs/dedupe.py --input crawl/ --output out/        (or ./submit.sh ...)
 
 Entry point only: the command line, the session, and a summary. The work is
-`simhash_udf.pipeline.run`.
+`simhash_udf.run.pipeline.run`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from py4j.protocol import Py4JNetworkError
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from simhash_udf import bands, io, pipeline, report, verify, warc
-from simhash_udf.config import (
+from simhash_udf.core import bands
+from simhash_udf.core.config import (
     EXTRACT_MODES,
     MAX_K,
     SEGMENTERS,
@@ -33,9 +33,13 @@ from simhash_udf.config import (
     IndexOptions,
     VerifyConfig,
 )
-from simhash_udf.index import IndexStore
-from simhash_udf.index_run import IndexSession
-from simhash_udf.session import get_session, jvm_exit_code, memory_hint
+from simhash_udf.files import inputs, outputs, warc
+from simhash_udf.index.session import IndexSession
+from simhash_udf.index.store import IndexStore
+from simhash_udf.report import summary as report
+from simhash_udf.run import pipeline
+from simhash_udf.run.session import get_session, jvm_exit_code, memory_hint
+from simhash_udf.stages import verify
 
 DEFAULTS = DedupeConfig()
 
@@ -61,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = parser.add_argument_group("input and output")
     data.add_argument("--input", required=True, help="a file, a folder or a glob (local, hdfs://, s3a://, ...)")
     data.add_argument(
-        "--format", choices=io.FORMATS, default=None,
+        "--format", choices=inputs.FORMATS, default=None,
         help="input format: parquet, json (JSON Lines), csv (with a header row), text (one "
         "document per file, id = file path), warc (one document per HTML response record: id = "
         "WARC-Record-ID, url, fetch_time = WARC-Date; the HTML path applies, charset from the HTTP "
@@ -297,12 +301,12 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
     if args.explain:
         try:
             source = pipeline.read_input(spark, config, args.input, args.format)
-        except io.InputError as error:
+        except inputs.InputError as error:
             print(f"dedupe.py: error: {error}", file=sys.stderr)
             return 2
         try:
             index = explain_index(spark, args) if args.index else None
-        except io.InputError as error:
+        except inputs.InputError as error:
             print(f"dedupe.py: error: {error}", file=sys.stderr)
             return 2
         print(report.explain(
@@ -324,7 +328,7 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
     except ConfigError as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
-    except (io.InputError, io.OutputError) as error:
+    except (inputs.InputError, outputs.OutputError) as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
     print(summary(result))

@@ -5,7 +5,7 @@
                                                        (refused, exit 2, while a run is going)
     python jobs/index.py remove-run --index PATH RUN   a new version without that run
 
-Command line only; the work is `simhash_udf.index_admin`.
+Command line only; the work is `simhash_udf.index.admin`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from simhash_udf import index_admin, io
-from simhash_udf.index import DEFAULT_MIN_AGE_SECONDS, IndexStore
-from simhash_udf.session import get_session
+from simhash_udf.files import inputs, outputs
+from simhash_udf.index import admin
+from simhash_udf.index.store import DEFAULT_MIN_AGE_SECONDS, IndexStore
+from simhash_udf.run.session import get_session
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,13 +87,13 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     store = IndexStore(spark, args.index)
     try:
         if args.command == "info":
-            info = index_admin.describe(store)
+            info = admin.describe(store)
             print(json.dumps(info, indent=2) if args.json else _info_text(info))
         elif args.command == "compact":
-            print(json.dumps(index_admin.compact(store, args.min_age, args.keep_last), indent=2))
+            print(json.dumps(admin.compact(store, args.min_age, args.keep_last), indent=2))
         else:
-            print(json.dumps(index_admin.remove_run(store, args.run_id, args.force), indent=2))
-    except (io.InputError, io.OutputError) as error:
+            print(json.dumps(admin.remove_run(store, args.run_id, args.force), indent=2))
+    except (inputs.InputError, outputs.OutputError) as error:
         print(f"index.py: error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install Debian's headless-capable Chromium for the browser test of report.html
-# (tests/test_report_html.py renders the page and takes a screenshot).
+# (tests/report/test_report_html.py renders the page and takes a screenshot).
 # Idempotent: does nothing when /usr/bin/chromium and the font are there; installs with apt-get only when run
 # as root (CI is); otherwise says how, and exits 0 so a developer without root still gets the
 # rest of the suite (the browser test then skips, unless SIMHASH_REQUIRE_BROWSER=1).

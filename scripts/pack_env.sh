@@ -94,7 +94,7 @@ if ! {
     && echo "$requirements" | "$py" -m pip --python "$stage/bin/python" install \
          --disable-pip-version-check --no-deps -r /dev/stdin \
     && "$py" -m pip --python "$stage/bin/python" install --disable-pip-version-check --no-deps "$here" \
-    && "$stage/bin/python" -I -c 'import pyarrow, pandas, jieba, opencc, selectolax, simhash_udf.fingerprint' \
+    && "$stage/bin/python" -I -c 'import pyarrow, pandas, jieba, opencc, selectolax, simhash_udf.core.fingerprint' \
     && "$venv/bin/venv-pack" --quiet --prefix "$stage" --output "$archive" \
          ${SIMHASH_PYTHON_PREFIX:+--python-prefix "$SIMHASH_PYTHON_PREFIX"}
 } >"$log" 2>&1; then

@@ -1,0 +1,190 @@
+"""Every parameter of a run, as frozen dataclasses validated on construction.
+
+`FingerprintConfig` is what the Python workers need (it is pickled into the UDFs);
+`DedupeConfig` adds the join, the clustering and the columns of the input.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+TOKENIZERS = ("auto", "jieba", "word", "char")
+# The engines that give jieba's segmentation (see `text.SEGMENTERS`).
+SEGMENTERS = ("rjieba", "jieba")
+# What of an HTML page is fingerprinted (`--extract`, see simhash_udf/core/extract.py):
+# its main content, or all its visible text.
+EXTRACT_MODES = ("main", "all")
+WEIGHTINGS = ("binary", "tf", "tfidf", "idf", "logtfidf")
+KEEP_ORDERS = ("asc", "desc")
+
+# Most band tables an explicit --blocks may ask for (C(blocks, k)); the cost model never
+# chooses more than bands.MAX_TABLES.
+MAX_EXPLICIT_TABLES = 5000
+# Largest k accepted: where the band join stays exact on random data. Beyond it the chosen
+# plan's random runs (fingerprints sharing a table's key and a sub-block) reach the hot
+# threshold at 10^9 fingerprints (k = 8: ~600 members a run at 10^10, k = 10: ~3,800 at
+# 10^9 against join_kernel.HOT_RUN_SIZE = 2,000), so unrelated pages would be summarised and
+# pairs/ left incomplete. Up to k = 7 the mean random run stays at most ~120 members from
+# 10^6 to 10^10 fingerprints (tests/core/test_join_kernel.py checks it). A simhash match beyond
+# ~7 bits of 64 says little about short texts anyway (docs/quality.md).
+MAX_K = 7
+
+
+class ConfigError(ValueError):
+    """A parameter is out of range or inconsistent; the message names it."""
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """How a normalised text becomes a 64-bit simhash.
+
+    tokenizer: `auto` (jieba on runs of Han characters, words everywhere else), `jieba`
+        (jieba on the whole text), `word` (runs of Unicode word characters) or `char`.
+    segmenter: the engine of jieba's segmentation: `rjieba` (jieba-rs: the same dictionary
+        and HMM, ~15x faster; jieba's tokens on all of People's Daily and on all but one of
+        181,740 test texts, see `text.jieba_tokens`) or `jieba` (the Python one).
+    ngram: features are n-grams of consecutive tokens (characters for `char`).
+    weighting: `binary` (each distinct feature once), `tf` (its count), `tfidf` (count x
+        IDF), `idf` (IDF once per distinct feature) or `logtfidf` ((1 + ln count) x IDF); IDFs
+        from :mod:`idf`.
+    min_features: a text with fewer distinct features gets no fingerprint; it is matched
+        only by exact (normalised) equality, never through a fingerprint.
+    max_chars: only the first `max_chars` characters of a normalised text are fingerprinted
+        (exact duplicates still compare the whole text).
+    """
+
+    tokenizer: str = "auto"
+    segmenter: str = "rjieba"
+    ngram: int = 1
+    weighting: str = "logtfidf"
+    min_features: int = 4
+    max_chars: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
+        if self.segmenter not in SEGMENTERS:
+            raise ConfigError(f"segmenter must be one of {SEGMENTERS}, got {self.segmenter!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise ConfigError(f"weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
+        if not 1 <= self.ngram <= 16:
+            raise ConfigError(f"ngram must be between 1 and 16, got {self.ngram}")
+        if self.min_features < 1:
+            raise ConfigError(f"min_features must be at least 1, got {self.min_features}")
+        if self.max_chars < 1:
+            raise ConfigError(f"max_chars must be at least 1, got {self.max_chars}")
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """The second stage for short texts (`--verify`, see :mod:`verify` and docs/short-texts.md).
+
+    threshold: a candidate pair the policy checks is kept only when the Jaccard similarity
+        of the two texts' shingle sets reaches it; None: no check (every pair within k kept).
+    below_chars: check only pairs whose shorter normalised text has fewer characters than
+        this (simhash is reliable on long texts); None: check every pair.
+    shingle: shingle size (words; characters for Han text, see `verify.shingles`).
+    """
+
+    threshold: float | None = 0.5
+    below_chars: int | None = 300
+    shingle: int = 2
+
+    def __post_init__(self) -> None:
+        if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"the --verify threshold must be in (0, 1], got {self.threshold}")
+        if self.below_chars is not None and self.below_chars < 1:
+            raise ConfigError(f"--verify-below must be at least 1 character, got {self.below_chars}")
+        if not 1 <= self.shingle <= 16:
+            raise ConfigError(f"--verify-shingle must be between 1 and 16, got {self.shingle}")
+
+
+@dataclass(frozen=True)
+class DedupeConfig:
+    """A whole run: columns, text handling, threshold, band plan and keep rule.
+
+    k: two fingerprints at Hamming distance <= k are near duplicates.
+    blocks: number of blocks the 64 bits are cut into for the band join; None lets the
+        cost model in :mod:`bands` choose from the number of distinct fingerprints.
+    keep_by / keep_order: the document kept for a cluster is the first by this column
+        (ties, and the default, by smallest id).
+    keep_empty: also write skipped (empty) documents to `deduped/`.
+    write_pairs: write `pairs/` (one row per near-duplicate pair of fingerprints).
+    extract: with `html`, what of a page is fingerprinted: `main` (its main content, falling
+        back to all visible text when none is found) or `all` (all visible text); unused
+        for plain text.
+    verify: the short-text policy applied to the band join's pairs (text input only).
+    """
+
+    id_col: str = "id"
+    text_col: str = "text"
+    fingerprint_col: str | None = None
+    html: bool = False
+    extract: str = "main"
+    k: int = 3
+    blocks: int | None = None
+    keep_by: str | None = None
+    keep_order: str = "asc"
+    keep_empty: bool = False
+    write_pairs: bool = True
+    fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.k <= MAX_K:
+            raise ConfigError(
+                f"k must be between 0 and {MAX_K}, got {self.k}: above {MAX_K} the band join's "
+                "runs of unrelated fingerprints would pass the hot-run threshold on large crawls "
+                "(~10^9 pages), so pairs/ could no longer be complete"
+            )
+        if self.blocks is not None and not self.k < self.blocks <= 64:
+            raise ConfigError(
+                f"blocks must be greater than k ({self.k}) and at most 64, got {self.blocks}: "
+                "two fingerprints within k bits are only guaranteed to share a block when "
+                "there are more blocks than differing bits"
+            )
+        if self.blocks is not None and math.comb(self.blocks, self.k) > MAX_EXPLICIT_TABLES:
+            raise ConfigError(
+                f"blocks={self.blocks} with k={self.k} makes C({self.blocks}, {self.k}) = "
+                f"{math.comb(self.blocks, self.k):,} band tables (at most {MAX_EXPLICIT_TABLES:,}); "
+                "use fewer blocks, or leave --blocks out to let the cost model choose"
+            )
+        if self.keep_order not in KEEP_ORDERS:
+            raise ConfigError(f"keep_order must be one of {KEEP_ORDERS}, got {self.keep_order!r}")
+        if not self.id_col:
+            raise ConfigError("id_col must not be empty")
+        if self.fingerprint_col is None and not self.text_col:
+            raise ConfigError("text_col must not be empty")
+        if self.extract not in EXTRACT_MODES:
+            raise ConfigError(f"extract must be one of {EXTRACT_MODES}, got {self.extract!r}")
+        if self.keep_by is not None and self.keep_by == self.id_col:
+            raise ConfigError("keep_by is the id column already: it is the default rule")
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """A run against a persistent fingerprint index (`--index`, see docs/index.md).
+
+    path: the index folder (created by the first run).
+    run_id: names the run; None derives it from the input's file listing. Rerunning a run
+        id replaces that run's entries.
+    expected_size: distinct fingerprints the index is planned for; fixes its band plan at
+        creation (ignored afterwards).
+    url_col / fetch_time_col: input columns kept in each entry as its source (null when the
+        input has no such column).
+    """
+
+    path: str
+    run_id: str | None = None
+    expected_size: int = 1_000_000_000
+    url_col: str = "url"
+    fetch_time_col: str = "fetch_time"
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            raise ConfigError("the index path must not be empty")
+        if self.run_id is not None and not self.run_id.strip():
+            raise ConfigError("--run-id must not be empty")
+        if self.expected_size < 2:
+            raise ConfigError(f"expected_size must be at least 2, got {self.expected_size}")

@@ -1,0 +1,228 @@
+"""Weighted 64-bit simhash (Charikar 2002), vectorised over a batch of documents.
+
+Features of a text are n-grams of its tokens, each hashed to 64 bits with xxh3 (stable
+across processes and machines, unlike Python's `hash()`). Bit i of the fingerprint is set
+when the weights of the features whose hash has bit i set outweigh those where it is clear.
+
+A batch is fingerprinted without a Python loop over its features: its tokens are numbered
+once (`pandas.factorize`), counted per document by numpy, and only the batch's distinct
+features are hashed and weighted in Python (a few per cent of its tokens, cached per
+process). `weighted_features` is the same computation written for one text, kept as the
+definition the batch path is tested against.
+
+Fingerprints are returned as signed int64: Spark has no unsigned 64-bit type, so the same
+64 bits are read as a signed long (bit 63 is the sign bit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from simhash_udf.core.config import FingerprintConfig
+from simhash_udf.core.idf import idf, idfs
+from simhash_udf.core.text import ngrams, tokens
+
+# A feature is the UTF-8 of its tokens joined by the unit separator, which normalised text
+# never contains, so ("ab", "c") and ("a", "bc") cannot hash alike.
+_JOIN = "\x1f"
+# Features are summed this many at a time (a longer document alone), and documents at most
+# _DOC_CHUNK at a time: ~10 MB of index arrays and a 32 MB histogram whatever the batch holds.
+_CHUNK = 1 << 17
+_DOC_CHUNK = 1 << 11
+# Weights are summed as integers in units of 1/1024: exact and independent of summation
+# order, so a bit whose sum is a tie is clear under every weighting that scales alike
+# (floating-point sums leave +-1e-13 noise there). A 1M-character text stays below 2^35.
+_WEIGHT_SCALE = 1024
+# Hash and IDF of features already seen by this process: a crawl's vocabulary repeats from
+# batch to batch. Cleared before it would pass this many entries (~200 MB).
+_FEATURE_CACHE_SIZE = 1 << 20
+_feature_cache: dict[str, tuple[int, float]] = {}
+
+
+def feature_hash(feature: str) -> int:
+    """Stable 64-bit hash (xxh3_64, seed 0) of a feature's UTF-8 bytes, as an unsigned int."""
+    return xxhash.xxh3_64_intdigest(feature.encode("utf-8"))
+
+
+def weighted_features(text: str, config: FingerprintConfig) -> dict[str, float]:
+    """The features of a normalised text and their weights.
+
+    Features are token n-grams (see `FingerprintConfig.ngram`). Weights: `binary` 1 each;
+    `tf` the feature's count; `tfidf` the count times the mean IDF of its tokens (see
+    :mod:`idf`: jieba's table for Chinese, English word frequencies for the rest); `idf` that
+    IDF alone; `logtfidf` (1 + ln count) times it.
+    """
+    toks = tokens(text[: config.max_chars], config.tokenizer, config.segmenter)
+    counts = Counter(_JOIN.join(gram) for gram in ngrams(toks, config.ngram))
+    if config.weighting == "binary":
+        return {f: 1.0 for f in counts}
+    if config.weighting == "tf":
+        return {f: float(c) for f, c in counts.items()}
+    weights = {}
+    for feature, count in counts.items():
+        parts = feature.split(_JOIN)
+        feature_idf = math.fsum(idf(p) for p in parts) / len(parts)
+        if config.weighting == "tfidf":
+            weights[feature] = count * feature_idf
+        elif config.weighting == "idf":
+            weights[feature] = feature_idf
+        else:  # logtfidf: repeats count, but a word said 50 times does not outvote the page
+            weights[feature] = (1.0 + math.log(count)) * feature_idf
+    return weights
+
+
+def simhash_from_hashes(
+    hashes: np.ndarray, weights: np.ndarray, lengths: Sequence[int]
+) -> np.ndarray:
+    """Simhash of many documents from their features' hashes, in one vectorised pass.
+
+    hashes: uint64, the features of all documents, document after document.
+    weights: float64, one per feature (summed in fixed point, see `_WEIGHT_SCALE`).
+    lengths: how many features each document has (they sum to len(hashes)).
+    Returns int64, one fingerprint per document; a document with no features gets 0 here,
+    callers never keep those (see `fingerprints`).
+
+    Bit i is set when twice the weight of the features with bit i set exceeds the
+    document's total weight (the same as the signed sum being positive). The weights with
+    a bit set are summed a byte at a time: one histogram of weight over (document, byte
+    position, byte value), then a product with the 256 x 8 table of each byte value's bits.
+    Every weight is an integer (in units of 1/1024) held exactly in a double, and so is
+    every sum (below 2^53), so the order numpy and BLAS add in changes nothing.
+    """
+    n_docs = len(lengths)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    hashes = np.ascontiguousarray(hashes, dtype="<u8")
+    fixed = np.rint(np.asarray(weights, dtype=np.float64) * _WEIGHT_SCALE)
+    # Byte j of a little-endian uint64 holds bits 8j .. 8j + 7.
+    hash_bytes = hashes.view(np.uint8).reshape(-1, 8)
+    byte_bits = np.unpackbits(
+        np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
+    ).astype(np.float64)
+    out = np.zeros(n_docs, dtype="<u8")
+    start = 0
+    while start < n_docs:
+        # Documents in chunks of at most _CHUNK features (a longer document alone) and
+        # _DOC_CHUNK documents, which bounds the histogram and the index arrays.
+        stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK, side="right")) - 1
+        stop = min(max(stop, start + 1), start + _DOC_CHUNK, n_docs)
+        first, last = offsets[start], offsets[stop]
+        docs = stop - start
+        local = np.repeat(np.arange(docs, dtype=np.int64), lengths[start:stop])
+        cells = (local[:, None] * 8 + np.arange(8)) * 256 + hash_bytes[first:last]
+        histogram = np.bincount(
+            cells.ravel(), weights=np.repeat(fixed[first:last], 8), minlength=docs * 2048
+        ).reshape(docs, 8, 256)
+        with_bit = (histogram @ byte_bits).reshape(docs, 64)  # [doc, 8j + b]
+        total = np.bincount(local, weights=fixed[first:last], minlength=docs)
+        bits = 2.0 * with_bit > total[:, None]
+        out[start:stop] = np.packbits(bits, axis=1, bitorder="little").view("<u8").reshape(docs)
+        start = stop
+    return out.view(np.int64)
+
+
+def _features_of(text: str | None, config: FingerprintConfig) -> list[str]:
+    """The features of one normalised text, with repeats, in no particular order."""
+    if not text:
+        return []
+    # A bag of single tokens does not depend on their order: the `auto` tokenizer may then
+    # segment all of a text's Han runs in one call.
+    ordered = config.ngram > 1
+    toks = tokens(text[: config.max_chars], config.tokenizer, config.segmenter, ordered=ordered)
+    if config.ngram == 1:
+        return toks
+    return [_JOIN.join(gram) for gram in ngrams(toks, config.ngram)]
+
+
+def _hash_and_idf(features: Sequence[str], with_idf: bool) -> tuple[np.ndarray, np.ndarray]:
+    """xxh3 hashes (uint64) and mean token IDFs (float64) of distinct features."""
+    if len(_feature_cache) + len(features) > _FEATURE_CACHE_SIZE:
+        _feature_cache.clear()  # so it holds at most the limit or one batch's features
+    cache_get = _feature_cache.get
+    known = [cache_get(f) for f in features]
+    new = [f for f, k in zip(features, known) if k is None]
+    if new:
+        hashes = [xxhash.xxh3_64_intdigest(f.encode("utf-8")) for f in new]
+        if not with_idf:
+            values = [0.0] * len(new)
+        elif all(_JOIN not in f for f in new):  # single tokens (always, with n-grams of 1)
+            values = idfs(new)
+        else:
+            values = []
+            for feature in new:
+                parts = feature.split(_JOIN)
+                values.append(math.fsum(idfs(parts)) / len(parts))
+        entries = dict(zip(new, zip(hashes, values)))
+        if with_idf:  # an entry without its IDF would be wrong for a later IDF weighting
+            _feature_cache.update(entries)
+        known = [k if k is not None else entries[f] for f, k in zip(features, known)]
+    hashes_u64 = np.fromiter((k[0] for k in known), dtype=np.uint64, count=len(known))
+    idf_values = np.fromiter((k[1] for k in known), dtype=np.float64, count=len(known))
+    return hashes_u64, idf_values
+
+
+def _log_table(largest: int) -> np.ndarray:
+    """math.log(c) for c in 0..largest (index 0 unused): the same doubles as the one-text path."""
+    return np.array([0.0] + [math.log(c) for c in range(1, largest + 1)], dtype=np.float64)
+
+
+def fingerprints(
+    texts: Sequence[str | None], config: FingerprintConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fingerprint a batch of normalised texts.
+
+    Returns (fingerprint int64, has_fingerprint bool, n_features int32), one per text.
+    A text with fewer than `config.min_features` distinct features (or None) has no
+    fingerprint: its has_fingerprint is False and its fingerprint value is meaningless.
+    Equal to `weighted_features` + `feature_hash` + `simhash_from_hashes` text by text.
+    """
+    n_docs = len(texts)
+    # Arrow numbers the batch's distinct features (hashing their UTF-8 in C++); numpy then
+    # counts each (document, feature) pair, which come out document after document.
+    per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
+    lengths = np.diff(per_text.offsets.to_numpy())
+    encoded = pc.dictionary_encode(per_text.flatten())
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    vocabulary = encoded.dictionary.to_pylist()
+    width = max(len(vocabulary), 1)
+    doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    pairs, counts = np.unique(doc_of_token * width + codes, return_counts=True)
+    pair_doc = pairs // width
+    pair_feature = pairs % width
+    n_features = np.bincount(pair_doc, minlength=n_docs).astype(np.int32)
+
+    with_idf = config.weighting in ("tfidf", "idf", "logtfidf")
+    vocab_hash, vocab_idf = _hash_and_idf(vocabulary, with_idf)
+    feature_idf = vocab_idf[pair_feature]
+    if config.weighting == "binary":
+        weights = np.ones(len(pairs), dtype=np.float64)
+    elif config.weighting == "tf":
+        weights = counts.astype(np.float64)
+    elif config.weighting == "tfidf":
+        weights = counts * feature_idf
+    elif config.weighting == "idf":
+        weights = feature_idf
+    else:  # logtfidf: see weighted_features
+        logs = _log_table(int(counts.max()) if len(counts) else 0)
+        weights = (1.0 + logs[counts]) * feature_idf
+    values = simhash_from_hashes(vocab_hash[pair_feature], weights, n_features)
+    return values, n_features >= config.min_features, n_features
+
+
+def fingerprint(text: str, config: FingerprintConfig | None = None) -> int | None:
+    """Signed 64-bit simhash of one normalised text, or None when it is too short."""
+    values, ok, _ = fingerprints([text], config or FingerprintConfig())
+    return int(values[0]) if ok[0] else None
+
+
+def hamming(a: int, b: int) -> int:
+    """Hamming distance of two 64-bit fingerprints given as signed or unsigned ints."""
+    return ((a ^ b) & 0xFFFF_FFFF_FFFF_FFFF).bit_count()

@@ -1,0 +1,117 @@
+"""Atomic output: every output folder is staged beside its target and renamed into place
+only when the whole run has succeeded, so readers never see half an output."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from simhash_udf.files.hadoop import hadoop_path
+
+log = logging.getLogger("simhash_udf")
+
+
+class OutputError(ValueError):
+    """The output folder cannot be written as asked."""
+
+
+
+@dataclass
+class StagedOutput:
+    """An output folder written atomically.
+
+    Everything is written under `staging` (a sibling of `target`); `publish()` renames it to
+    `target` (replacing an old output only if `overwrite`), `discard()` removes it.
+    `work` is a scratch folder inside staging for intermediate results, removed on publish.
+    """
+
+    spark: SparkSession
+    target: str
+    overwrite: bool
+
+    def __post_init__(self) -> None:
+        self._fs, self._target = hadoop_path(self.spark, self.target)
+        self._target = self._fs.makeQualified(self._target)
+        self._restore_replaced()
+        if self._fs.exists(self._target) and not self.overwrite:
+            raise OutputError(
+                f"output {self.target!r} exists; pass --overwrite to replace it (nothing was touched)"
+            )
+        token = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        parent, name = self._target.getParent(), self._target.getName()
+        jvm = self.spark.sparkContext._jvm
+        self._staging = jvm.org.apache.hadoop.fs.Path(parent, f".{name}.staging-{token}")
+        self.staging = self._staging.toString()
+        self.work = f"{self.staging}/_work"
+        self._fs.mkdirs(self._staging)
+
+    def _restore_replaced(self) -> None:
+        """Undo a replace that was killed half-way.
+
+        `publish` moves an old output aside (`.NAME.replaced-*`) before renaming the new one
+        into place; a process killed between the two renames leaves no output at all. The
+        next run on the same target puts the old output back first, so the target is always
+        either the old output or the new one.
+        """
+        if self._fs.exists(self._target):
+            return
+        parent, name = self._target.getParent(), self._target.getName()
+        if not self._fs.exists(parent):
+            return
+        moved = sorted(
+            (s for s in self._fs.listStatus(parent) if s.getPath().getName().startswith(f".{name}.replaced-")),
+            key=lambda s: s.getModificationTime(),
+        )
+        if moved and self._fs.rename(moved[-1].getPath(), self._target):
+            log.warning("restored %s: a run replacing it was stopped half-way", self.target)
+
+    def path(self, name: str) -> str:
+        """Where an output named `name` is written inside the staging folder."""
+        return f"{self.staging}/{name}"
+
+    def write_text(self, name: str, content: str) -> None:
+        """Write a small text file (the report) into the staging folder."""
+        jvm = self.spark.sparkContext._jvm
+        stream = self._fs.create(jvm.org.apache.hadoop.fs.Path(self._staging, name), True)
+        try:
+            stream.write(bytearray(content.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def publish(self) -> None:
+        """Make the staged output the target, all at once."""
+        jvm = self.spark.sparkContext._jvm
+        self._fs.delete(jvm.org.apache.hadoop.fs.Path(self.work), True)
+        old = None
+        if self._fs.exists(self._target):
+            old = jvm.org.apache.hadoop.fs.Path(
+                self._target.getParent(), f".{self._target.getName()}.replaced-{uuid.uuid4().hex[:8]}"
+            )
+            if not self._fs.rename(self._target, old):
+                raise OutputError(f"could not move the old output {self.target!r} aside")
+        if not self._fs.rename(self._staging, self._target):
+            if old is not None:
+                self._fs.rename(old, self._target)
+            raise OutputError(f"could not rename {self.staging!r} to {self.target!r}")
+        if old is not None:
+            self._fs.delete(old, True)
+
+    def discard(self) -> None:
+        """Remove everything staged (after a failure)."""
+        self._fs.delete(self._staging, True)
+
+
+def write_parquet(frame: DataFrame, path: str) -> None:
+    """Write a DataFrame as Parquet, replacing anything at `path`."""
+    frame.write.mode("overwrite").parquet(path)
+
+
+def report_json(report: dict[str, Any]) -> str:
+    """The report as indented JSON text."""
+    return json.dumps(report, indent=2, sort_keys=False, ensure_ascii=False) + "\n"

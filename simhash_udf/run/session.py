@@ -1,0 +1,211 @@
+"""The Spark session the job runs in, with the settings its stages rely on.
+
+Two defaults here fit the input rather than Spark's defaults (issue 11, item 6):
+
+- local mode's driver memory: Spark starts local mode with a 1 GB heap whatever the machine;
+  the driver is also every executor there, so it gets a share of the machine's memory
+  (`local_driver_memory`) unless the user set it. It must be fixed before the JVM starts:
+  `submit.sh` asks `python -m simhash_udf.run.session --local-driver-memory` and passes
+  `--driver-memory`; `get_session` sets `spark.driver.memory` when it starts the JVM itself
+  (`python jobs/dedupe.py`).
+- the vectorized Parquet and ORC readers' batch (`READER_BATCH_ROWS`): Spark's 4,096 rows
+  of web pages of 100 kB are 400 MB in one column vector, grown by doubling.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+# Arrow batches of at most this many rows go to the Python workers: with web pages of up to
+# a few hundred kB, Spark's default of 10,000 rows can hold gigabytes in one batch.
+ARROW_BATCH_ROWS = 1000
+
+# Rows per batch of Spark's vectorized Parquet and ORC readers (Spark's default: 4,096). A
+# batch holds every value of its rows in one array per column: 256 pages of 100 kB are 26 MB
+# (a few hundred kB a page: under 100 MB), where 4,096 were 400 MB and a 1 GB heap failed
+# ("Cannot reserve additional contiguous bytes in the vectorized reader"). Narrow columns
+# (ids, given fingerprints) lose little: a batch of 256 longs still amortises the per-batch
+# work.
+READER_BATCH_ROWS = 256
+READER_BATCH_KEYS = ("spark.sql.parquet.columnarReaderBatchSize", "spark.sql.orc.columnarReaderBatchSize")
+
+# Local mode's driver: this share of the machine's memory, at least Spark's own 1 GB default
+# and at most the cap. A quarter leaves the rest to the Python workers (one per core, ~350 MB
+# each plus their Arrow batches) and the page cache; past 8 GB a local run gains little
+# (the join and the components stream through Spark's spill) and a shared machine suffers.
+LOCAL_DRIVER_SHARE = 4
+LOCAL_DRIVER_MIN_MB = 1024
+LOCAL_DRIVER_MAX_MB = 8192
+
+def physical_memory_bytes() -> int | None:
+    """This machine's memory as the process may use it: physical memory, or a cgroup's
+    memory limit when lower (a container sees the host's memory in /proc). None if unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            total = int(text)
+    return total if total > 0 else None
+
+
+def local_driver_memory(total_bytes: int | None) -> str:
+    """The driver memory for local mode on a machine of `total_bytes` (a Spark size string:
+    "5939m"): a LOCAL_DRIVER_SHARE-th of it, between LOCAL_DRIVER_MIN_MB and
+    LOCAL_DRIVER_MAX_MB; Spark's own 1g when the machine's memory is unknown."""
+    if not total_bytes:
+        return f"{LOCAL_DRIVER_MIN_MB}m"
+    share_mb = total_bytes // LOCAL_DRIVER_SHARE // (1024 * 1024)
+    return f"{max(LOCAL_DRIVER_MIN_MB, min(LOCAL_DRIVER_MAX_MB, share_mb))}m"
+
+
+def driver_memory_note(memory: str, total_bytes: int | None) -> str:
+    """The one log line that says what local mode's driver got and how to change it."""
+    machine = f"{total_bytes / 2**30:.1f} GB" if total_bytes else "unknown memory"
+    return (
+        f"local mode: driver memory {memory} (a 1/{LOCAL_DRIVER_SHARE} share of this machine's "
+        f"{machine}, {LOCAL_DRIVER_MIN_MB // 1024}-{LOCAL_DRIVER_MAX_MB // 1024} GB; "
+        "--driver-memory sets it)"
+    )
+
+
+def is_local_master(master: str | None) -> bool:
+    """local, local[N], local[*], local[N,F] (None is local: the job's default master)."""
+    return master is None or master == "local" or master.startswith("local[")
+
+
+def _driver_memory_given(conf: dict[str, str]) -> bool:
+    """Whether the user fixed the driver memory in a way pyspark's launcher passes on."""
+    if "spark.driver.memory" in conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return True
+    words = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    return any(w == "--driver-memory" or w.startswith("--driver-memory=") or "spark.driver.memory" in w for w in words)
+
+
+def _jvm_running() -> bool:
+    """A JVM is already up: spark-submit started this Python, or a session was made before.
+    Settings fixed at start-up (driver memory) cannot change then."""
+    from pyspark import SparkContext
+
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT")) or SparkContext._gateway is not None
+
+
+def get_session(
+    app_name: str = "simhash-dedupe",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """The active session, or a new one (local mode on all cores unless a master is set).
+
+    conf: further Spark settings for a new session (e.g. {"spark.driver.memory": "4g"});
+    settings fixed at start-up have no effect on a session that is already running.
+
+    A new local-mode JVM started here gets `local_driver_memory` of this machine unless conf,
+    PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line). The readers'
+    batch is READER_BATCH_ROWS unless the session's conf already sets it (--conf).
+
+    Python workers run the interpreter that runs the driver unless PYSPARK_PYTHON says
+    otherwise, so a virtual environment's packages are found in local mode.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = dict(conf or {})
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    if is_local_master(master or conf.get("spark.master")) and not _jvm_running() and not _driver_memory_given(conf):
+        total = physical_memory_bytes()
+        conf["spark.driver.memory"] = local_driver_memory(total)
+        log.info(driver_memory_note(conf["spark.driver.memory"], total))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
+    set_reader_batch(spark)
+    return spark
+
+
+def set_reader_batch(spark: SparkSession) -> None:
+    """READER_BATCH_ROWS for the vectorized Parquet and ORC readers, unless the session was
+    started with a value of its own (`--conf spark.sql.parquet.columnarReaderBatchSize=...`)."""
+    started_with = spark.sparkContext.getConf()
+    for key in READER_BATCH_KEYS:
+        if not started_with.contains(key):
+            spark.conf.set(key, str(READER_BATCH_ROWS))
+
+
+# What Spark says when memory ran out: the JVM's own error (a task's, carried in the job's
+# failure, or the driver's), Spark's execution-memory error, an executor JVM that exited
+# with SparkUncaughtExceptionHandler's code 52 for an OutOfMemoryError, YARN's kill.
+OUT_OF_MEMORY = re.compile(
+    r"OutOfMemoryError|exit(?:ed)? (?:with )?(?:code|status) 52\b|killed by YARN for exceeding memory",
+    re.IGNORECASE,
+)
+TASK_FAILURE = re.compile(r"Job aborted due to stage failure|Lost task|ExecutorLostFailure")
+
+
+def memory_hint(error_text: str, master: str | None, jvm_exit_code: int | None = None) -> str | None:
+    """One line naming the setting to raise when `error_text` (an error from Spark) or the
+    driver JVM's exit code 52 says memory ran out; None when it is another error.
+
+    Local mode runs every task in the driver's JVM: --driver-memory. On a cluster, a task's
+    failure is the executors' (their heap, or the Python workers beside it); anything else
+    is the driver's.
+    """
+    if jvm_exit_code != 52 and not OUT_OF_MEMORY.search(error_text):
+        return None
+    if is_local_master(master):
+        where, raise_ = "local mode runs every task in the driver's JVM", "--driver-memory"
+    elif TASK_FAILURE.search(error_text):
+        where = "a task on an executor"
+        raise_ = "--executor-memory (the JVM heap) or spark.executor.memoryOverhead (the Python workers)"
+    else:
+        where, raise_ = "the driver", "--driver-memory"
+    return f"dedupe.py: error: Spark ran out of memory ({where}): raise {raise_}"
+
+
+def jvm_exit_code(wait_seconds: float = 0.0) -> int | None:
+    """The exit code of the driver JVM this Python started (`python jobs/dedupe.py`), once it
+    has exited (waiting up to `wait_seconds`: a JVM that lost its connection may still be
+    shutting down); None while it runs or when spark-submit started it (and this Python)."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None:
+        return None
+    try:
+        return proc.wait(timeout=wait_seconds) if wait_seconds else proc.poll()
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _main(argv: list[str]) -> int:
+    """`python -m simhash_udf.run.session --local-driver-memory`: two lines for submit.sh, the
+    driver memory for local mode on this machine and the log line that says so."""
+    if argv != ["--local-driver-memory"]:
+        print("usage: python -m simhash_udf.run.session --local-driver-memory", file=sys.stderr)
+        return 2
+    total = physical_memory_bytes()
+    memory = local_driver_memory(total)
+    print(memory)
+    print(driver_memory_note(memory, total))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,255 @@
+"""Document-level stages: check the input, normalise, exact keys, distinct texts, fingerprints.
+
+Each function is a DataFrame transform; column names are listed in its docstring. Internal
+frames use fixed names (`id`, `exact_key`, `fingerprint`, ...) so later stages never need to
+know what the input called its columns.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
+
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig
+from simhash_udf.files.inputs import CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
+from simhash_udf.stages import udfs
+
+# Reasons a document is skipped (status `skipped`) or matched only exactly.
+EMPTY = "empty"
+NULL_FINGERPRINT = "null_fingerprint"
+TOO_SHORT = "too_short"
+# Reasons an input row cannot be a document at all (written to `rejected/`).
+UNPARSEABLE = "unparseable"
+NULL_ID = "null_id"
+DAMAGED_FILE = "damaged_file"
+DUPLICATE_ID = "duplicate_id"
+# rejected/: the exact bytes of an unparseable line that was not valid UTF-8 (its
+# `_corrupt_record` holds the line with each invalid sequence replaced by U+FFFD).
+CORRUPT_BYTES_COLUMN = "_corrupt_bytes"
+
+
+def needed_columns(config: DedupeConfig) -> list[str]:
+    """The input columns a run reads: the id, the text (or the fingerprint) and `--keep-by`."""
+    needed = [config.id_col, config.fingerprint_col or config.text_col]
+    if config.keep_by:
+        needed.append(config.keep_by)
+    return needed
+
+
+def keep_types(config: DedupeConfig) -> dict[str, tuple[type[DataType], ...]]:
+    """The types a reader that infers its schema from the data should keep for the id and
+    text columns; any other type is read as strings (`io.read_input_files`): a JSON id that
+    is an object in one row, or a text that is a number, stays a row of the run."""
+    types: dict[str, tuple[type[DataType], ...]] = {config.id_col: (IntegralType, StringType)}
+    if not config.fingerprint_col:
+        types[config.text_col] = (StringType,)
+    return types
+
+
+def complete_columns(frame: DataFrame, config: DedupeConfig) -> DataFrame:
+    """`frame`, or, when the input has no data column at all (every file empty, damaged or
+    nothing but unparseable lines), `frame` with the columns the run needs added as nulls:
+    its rows (if any) are then rejected with their reason instead of the run stopping on a
+    missing column. An input with columns but not the ones asked for is left to
+    `check_columns` (most likely a wrong --id-col or --text-col)."""
+    helpers = {CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN}
+    if any(name not in helpers for name in frame.columns):
+        return frame
+    for name in needed_columns(config):
+        frame = frame.withColumn(name, F.lit(None).cast(StringType()))
+    return frame
+
+
+def check_columns(frame: DataFrame, config: DedupeConfig) -> None:
+    """Raise InputError naming any column the run needs that is missing or of the wrong type."""
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+    available = ", ".join(n for n in fields if n not in (CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN)) or "(none)"
+    missing = [c for c in needed_columns(config) if c not in fields]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(map(repr, missing))}; the input has: {available}")
+    if not isinstance(fields[config.id_col], (IntegralType, StringType)):
+        raise InputError(
+            f"id column {config.id_col!r} is {fields[config.id_col].simpleString()}; "
+            "ids must be integers or strings"
+        )
+    if config.fingerprint_col:
+        if not isinstance(fields[config.fingerprint_col], IntegralType):
+            raise InputError(
+                f"fingerprint column {config.fingerprint_col!r} is "
+                f"{fields[config.fingerprint_col].simpleString()}; expected signed 64-bit integers"
+            )
+    elif not isinstance(fields[config.text_col], (StringType, BinaryType)):
+        raise InputError(
+            f"text column {config.text_col!r} is {fields[config.text_col].simpleString()}; "
+            "expected strings"
+        )
+
+
+def valid_strings(frame: DataFrame) -> DataFrame:
+    """`frame` with every string column valid UTF-8, and `_invalid_bytes` (bool) true on the
+    rows where some string was not (or where the reader already said so).
+
+    Each invalid sequence becomes U+FFFD (Spark's `make_valid_utf8`, which replaces as
+    Python's decoder does), so every output can be read by Arrow, pandas and DuckDB, which
+    refuse invalid UTF-8 in a string column. The raw bytes of an invalid `_corrupt_record`
+    are kept as `_corrupt_bytes` (binary). Only top-level string columns are repaired:
+    strings nested in structs, arrays or maps (Parquet input only; JSON lines are repaired
+    whole by the reader) are left as they are.
+    """
+    strings = [f.name for f in frame.schema.fields if isinstance(f.dataType, StringType)]
+    invalid = [F.coalesce(~F.is_valid_utf8(F.col(name)), F.lit(False)) for name in strings]
+    if INVALID_BYTES_COLUMN in frame.columns:
+        invalid.append(F.coalesce(F.col(INVALID_BYTES_COLUMN), F.lit(False)))
+    flag = F.lit(False)
+    for column in invalid:
+        flag = flag | column
+    extra = []
+    if CORRUPT_COLUMN in strings:
+        raw = F.col(CORRUPT_COLUMN)
+        extra.append(F.when(~F.is_valid_utf8(raw), raw.cast(BinaryType())).alias(CORRUPT_BYTES_COLUMN))
+    repaired = [
+        F.make_valid_utf8(F.col(name)).alias(name) if name in strings else F.col(name)
+        for name in frame.columns if name != INVALID_BYTES_COLUMN
+    ]
+    return frame.select(*repaired, *extra, flag.cast(BooleanType()).alias(INVALID_BYTES_COLUMN))
+
+
+def input_columns(documents: DataFrame) -> DataFrame:
+    """Documents with their input columns only (`_invalid_bytes` dropped): what deduped/ holds."""
+    return documents.drop(INVALID_BYTES_COLUMN)
+
+
+def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
+    """Split input rows into (documents, rejected), every string made valid UTF-8 first.
+
+    Rejected rows are those of a damaged file (`_damaged_file` set: text input), those that
+    did not parse (`_corrupt_record` set) and those with a null id; they keep all their input
+    columns plus `reason` (`damaged_file`, `unparseable` or `null_id`), `_invalid_bytes` and,
+    for an unparseable line that was not valid UTF-8, its bytes in `_corrupt_bytes` (see
+    `valid_strings`). Documents are the other rows, without the helper columns but
+    `_invalid_bytes` (counted as `invalid_utf8_documents` by `normalise_documents`; drop it
+    with `input_columns`).
+    """
+    frame = valid_strings(frame)
+
+    def flag(name: str) -> Column:
+        return F.col(name).isNotNull() if name in frame.columns else F.lit(False)
+
+    reason = (
+        F.when(flag(DAMAGE_COLUMN), F.lit(DAMAGED_FILE))
+        .when(flag(CORRUPT_COLUMN), F.lit(UNPARSEABLE))
+        .when(F.col(id_col).isNull(), F.lit(NULL_ID))
+    )
+    flagged = frame.withColumn("reason", reason)
+    documents = flagged.where(F.col("reason").isNull()).drop("reason")
+    documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN, CORRUPT_BYTES_COLUMN) if c in documents.columns])
+    return documents, flagged.where(F.col("reason").isNotNull())
+
+
+def repeated_ids(documents: DataFrame, id_col: str) -> DataFrame:
+    """The ids that occur more than once: `id_col`, `count`."""
+    return documents.groupBy(id_col).count().where(F.col("count") > 1)
+
+
+def split_repeated_ids(
+    documents: DataFrame, id_col: str, repeated: DataFrame, order: list[Column]
+) -> tuple[DataFrame, DataFrame]:
+    """(documents with unique ids, the other rows of a repeated id with `reason` `duplicate_id`).
+
+    repeated: `id_col` of the ids that occur more than once (`repeated_ids`). Of the rows of
+    a repeated id, the first by `order`, then by the whole row (as JSON), stays a document:
+    the choice depends on the rows only, never on their order in the input.
+    """
+    tie_break = F.to_json(F.struct(*[F.col(c) for c in documents.columns]))
+    rank = F.row_number().over(Window.partitionBy(id_col).orderBy(*order, tie_break))
+    ranked = documents.join(repeated.select(id_col), id_col, "left_semi").withColumn("_rank", rank)
+    unique = documents.join(repeated.select(id_col), id_col, "left_anti")
+    kept = ranked.where(F.col("_rank") == 1).drop("_rank")
+    dropped = ranked.where(F.col("_rank") > 1).drop("_rank").withColumn("reason", F.lit(DUPLICATE_ID))
+    return unique.unionByName(kept), dropped
+
+
+def _keep_by(config: DedupeConfig) -> list[Column]:
+    return [F.col(config.keep_by).alias("keep_by")] if config.keep_by else []
+
+
+def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
+    """One row per document: `id`, [`keep_by`], `text` (normalised), `exact_key` (binary),
+    `invalid_utf8` (bool), `extract_fallback` (bool: `--extract main` kept all visible text
+    of an HTML page in which it found no main content), `reason` (`empty` or null).
+
+    exact_key is SHA-256 of the normalised text's UTF-8, computed in Spark SQL: documents
+    with equal keys are exact duplicates. Empty documents (null, empty or whitespace only
+    after normalisation) have reason `empty` and no key. invalid_utf8 is also true when the
+    input row's `_invalid_bytes` is (its bytes were repaired before: `rejected_rows`).
+    """
+    repaired = (
+        F.coalesce(F.col(INVALID_BYTES_COLUMN), F.lit(False))
+        if INVALID_BYTES_COLUMN in documents.columns else F.lit(False)
+    )
+    raw = F.col(config.text_col).cast("binary")
+    normalised = documents.select(
+        F.col(config.id_col).alias("id"),
+        *_keep_by(config),
+        udfs.normalised_text(raw, config.html, config.extract).alias("n"),
+        repaired.alias("repaired"),
+    )
+    text = F.col("n.text")
+    empty = text.isNull() | (F.length(text) == 0)
+    return normalised.select(
+        "id",
+        *(["keep_by"] if config.keep_by else []),
+        F.when(empty, F.lit(None)).otherwise(text).alias("text"),
+        F.when(empty, F.lit(None)).otherwise(F.unhex(F.sha2(text, 256))).alias("exact_key"),
+        (F.col("n.invalid_utf8") | F.col("repaired")).alias("invalid_utf8"),
+        F.col("n.extract_fallback").alias("extract_fallback"),
+        F.when(empty, F.lit(EMPTY)).alias("reason"),
+    )
+
+
+def distinct_texts(normalised: DataFrame) -> DataFrame:
+    """One row per distinct normalised text: `exact_key`, `text`, `n_documents`."""
+    return (
+        normalised.where(F.col("exact_key").isNotNull())
+        .groupBy("exact_key")
+        .agg(F.any_value("text").alias("text"), F.count(F.lit(1)).alias("n_documents"))
+    )
+
+
+def fingerprint_texts(texts: DataFrame, config: FingerprintConfig) -> DataFrame:
+    """`exact_key`, `fingerprint` (long, null when too short), `n_features` (int),
+    `n_documents`, for every distinct text (see `udfs.simhash`)."""
+    return texts.select(
+        "exact_key", "n_documents", udfs.simhash(F.col("text"), config).alias("f")
+    ).select("exact_key", F.col("f.fingerprint").alias("fingerprint"), F.col("f.n_features").alias("n_features"), "n_documents")
+
+
+def fingerprinted_documents(normalised: DataFrame, texts: DataFrame) -> DataFrame:
+    """Documents with their text's fingerprint: `id`, [`keep_by`], `exact_key`,
+    `fingerprint` (null when skipped or too short), `reason` (`empty`, `too_short` or null)."""
+    joined = normalised.drop("text").join(
+        texts.select("exact_key", "fingerprint"), "exact_key", "left"
+    )
+    too_short = F.col("reason").isNull() & F.col("fingerprint").isNull()
+    return joined.select(
+        "id",
+        *(["keep_by"] if "keep_by" in normalised.columns else []),
+        "exact_key",
+        "fingerprint",
+        F.when(too_short, F.lit(TOO_SHORT)).otherwise(F.col("reason")).alias("reason"),
+    )
+
+
+def given_fingerprints(documents: DataFrame, config: DedupeConfig) -> DataFrame:
+    """Documents whose input already carries fingerprints (`--fingerprint-col`):
+    `id`, [`keep_by`], `exact_key` (null: there is no text), `fingerprint`, `reason`
+    (`null_fingerprint` or null)."""
+    fp = F.col(config.fingerprint_col).cast(LongType())
+    return documents.select(
+        F.col(config.id_col).alias("id"),
+        *_keep_by(config),
+        F.lit(None).cast("binary").alias("exact_key"),
+        fp.alias("fingerprint"),
+        F.when(fp.isNull(), F.lit(NULL_FINGERPRINT)).alias("reason"),
+    )

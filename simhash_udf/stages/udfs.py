@@ -1,0 +1,83 @@
+"""The Spark UDFs: the only place Python runs per row, always on Arrow batches.
+
+Everything else in the job is Spark SQL on the JVM. The functions here only adapt the pure
+functions of :mod:`text` and :mod:`fingerprint` to pandas Series; the configuration is a
+small frozen dataclass, so a UDF pickles cheaply and heavy resources load once per worker.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
+
+from simhash_udf.core.config import FingerprintConfig
+from simhash_udf.core.extract import extract as extract_html
+from simhash_udf.core.fingerprint import fingerprints
+from simhash_udf.core.text import decode_utf8, normalise
+
+NORMALISED_TYPE = StructType(
+    [
+        StructField("text", StringType(), True),
+        StructField("invalid_utf8", BooleanType(), True),
+        StructField("extract_fallback", BooleanType(), True),
+    ]
+)
+
+FINGERPRINT_TYPE = StructType(
+    [
+        StructField("fingerprint", LongType(), True),
+        StructField("n_features", IntegerType(), True),
+    ]
+)
+
+
+def normalised_text(raw_text: Column, html: bool, extract: str = "main") -> Column:
+    """struct<text: string, invalid_utf8: boolean, extract_fallback: boolean> of a binary
+    (UTF-8 bytes) column.
+
+    text: the normalised text (see `text.normalise`), after HTML extraction when `html`
+    (`extract.extract` in mode `extract`: `main` content or `all` visible text); null when
+    the input is null. invalid_utf8: the bytes were not valid UTF-8 (the bad sequences
+    became U+FFFD). extract_fallback: `main` found no main content in a page with visible
+    text, so all its visible text was kept. Taking bytes rather than strings keeps invalid
+    UTF-8 in Parquet input from failing inside Arrow.
+    """
+
+    @pandas_udf(NORMALISED_TYPE)  # type: ignore[call-overload]
+    def normalise_batch(raw: pd.Series) -> pd.DataFrame:
+        texts: list[str | None] = []
+        invalid: list[bool] = []
+        fallbacks: list[bool] = []
+        for value in raw:
+            text, bad = decode_utf8(value)
+            fallback = False
+            if text is not None and html:
+                text, fallback = extract_html(text, extract)
+            if text is not None:
+                text = normalise(text)
+            texts.append(text)
+            invalid.append(bad)
+            fallbacks.append(fallback)
+        return pd.DataFrame({"text": texts, "invalid_utf8": invalid, "extract_fallback": fallbacks})
+
+    return normalise_batch(raw_text)
+
+
+def simhash(text: Column, config: FingerprintConfig) -> Column:
+    """struct<fingerprint: long, n_features: int> of a normalised-text column.
+
+    fingerprint: signed 64-bit simhash, null when the text has fewer than
+    `config.min_features` distinct features. n_features: how many distinct features it has.
+    """
+
+    @pandas_udf(FINGERPRINT_TYPE)  # type: ignore[call-overload]
+    def fingerprint_batch(texts: pd.Series) -> pd.DataFrame:
+        values, ok, n_features = fingerprints(texts.tolist(), config)
+        column = pd.array(values, dtype="Int64")
+        column[~ok] = pd.NA
+        return pd.DataFrame({"fingerprint": column, "n_features": n_features.astype(np.int32)})
+
+    return fingerprint_batch(text)

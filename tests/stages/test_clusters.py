@@ -1,0 +1,278 @@
+"""From components to documents: statuses, kept documents and pairs by id, on hand-made frames.
+
+Every expected row below is worked out by hand from the rules in `clusters.assign_clusters`'s
+docstring (distances are popcounts of XORs written out in the comments), not by running the
+code under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simhash_udf.stages import clusters
+
+pytestmark = pytest.mark.spark
+
+LONG_MIN = -(2**63)
+DOCS_SCHEMA = "id long, exact_key binary, fingerprint long, reason string"
+CLUSTERS_SCHEMA = "id long, cluster_id long, fingerprint long, status string, reason string, distance int"
+KEPT, EXACT, NEAR, SKIPPED = "kept", "exact_duplicate", "near_duplicate", "skipped"
+
+# Exact keys (binary; real ones are SHA-256 digests, any distinct bytes will do).
+A, B, C, D, E, F_, G, H, I, J = (bytes([n]) * 4 for n in range(1, 11))
+
+# Fingerprints: 0b000 = 0, 0b111 = 7, 0b111111 = 63 form one component (0-7: 3 bits, 7-63: 3 bits,
+# 0-63: 6 bits, a chain); LONG_MIN and LONG_MIN + 1 (1 bit apart) another; -1 and 100 have no
+# near duplicate (not in the components frame).
+DOCUMENTS = [
+    (10, A, 7, None),
+    (3, A, 7, None),  # same text as 10
+    (7, B, 0, None),
+    (5, C, 63, None),
+    (1, D, -1, None),  # alone
+    (2, E, None, "too_short"),
+    (8, E, None, "too_short"),  # same short text as 2
+    (4, F_, None, "too_short"),  # a different short text: alone
+    (6, None, None, "empty"),
+    (9, None, None, "null_fingerprint"),
+    (12, G, LONG_MIN + 1, None),
+    (11, H, LONG_MIN, None),
+    (15, I, 100, None),  # different texts, same fingerprint
+    (14, J, 100, None),
+    (17, None, 200, None),  # given fingerprints: no text, no exact key
+    (16, None, 200, None),
+]
+COMPONENTS = [(0, 0), (7, 0), (63, 0), (LONG_MIN, LONG_MIN), (LONG_MIN + 1, LONG_MIN)]
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    documents = spark.createDataFrame(DOCUMENTS, DOCS_SCHEMA)
+    components = spark.createDataFrame(COMPONENTS, "node long, component long")
+    return documents, components
+
+
+def _sorted_rows(frame):
+    return sorted((tuple(r) for r in frame.collect()), key=repr)
+
+
+def _assert_frame(result, expected_rows, schema: str) -> None:
+    """Same column names and types as `schema` ("name type, ..."), and the same rows."""
+    columns = [tuple(part.split()) for part in schema.split(", ")]
+    got_columns = [(f.name, f.dataType.simpleString()) for f in result.schema.fields]
+    assert got_columns == [(name, {"long": "bigint"}.get(t, t)) for name, t in columns]
+    assert _sorted_rows(result) == sorted(expected_rows, key=repr)
+
+
+def test_default_keeps_the_smallest_id(frames):
+    documents, components = frames
+    expected = [
+        # {3, 5, 7, 10}: kept 3 (fingerprint 7); 10 has the same text; 7 (fp 0) and 5 (fp 63)
+        # are 3 bits from 7.
+        (3, 3, 7, KEPT, None, 0),
+        (10, 3, 7, EXACT, None, 0),
+        (7, 3, 0, NEAR, None, 3),
+        (5, 3, 63, NEAR, None, 3),
+        (1, 1, -1, KEPT, None, 0),
+        # Short texts: a cluster only with an identical text, and no distance.
+        (2, 2, None, KEPT, "too_short", None),
+        (8, 2, None, EXACT, "too_short", None),
+        (4, 4, None, KEPT, "too_short", None),
+        (6, None, None, SKIPPED, "empty", None),
+        (9, None, None, SKIPPED, "null_fingerprint", None),
+        # Across the sign bit: 11 (LONG_MIN) is kept, 12 is 1 bit away.
+        (11, 11, LONG_MIN, KEPT, None, 0),
+        (12, 11, LONG_MIN + 1, NEAR, None, 1),
+        # Equal fingerprints of different texts: near duplicates at distance 0.
+        (14, 14, 100, KEPT, None, 0),
+        (15, 14, 100, NEAR, None, 0),
+        # No exact key at all (fingerprints given): equal fingerprints are near duplicates.
+        (16, 16, 200, KEPT, None, 0),
+        (17, 16, 200, NEAR, None, 0),
+    ]
+    result = clusters.assign_clusters(documents, components)
+    _assert_frame(result, expected, CLUSTERS_SCHEMA)
+    assert result.count() == len(DOCUMENTS)
+
+
+# keep_by of each document (None: the document has no value).
+KEEP_BY = {10: 10, 3: 20, 5: 50, 7: 50, 1: 7, 2: None, 8: 1, 4: 3, 6: 1, 9: 1, 12: 5, 11: 5, 15: None, 14: None, 17: 2, 16: 1}
+
+
+@pytest.fixture(scope="module")
+def documents_with_keep_by(spark):
+    rows = [(i, KEEP_BY[i], key, fp, reason) for i, key, fp, reason in DOCUMENTS]
+    return spark.createDataFrame(rows, "id long, keep_by long, exact_key binary, fingerprint long, reason string")
+
+
+def test_keep_by_ascending(frames, documents_with_keep_by):
+    _, components = frames
+    expected = [
+        # keep_by 10, 20, 50, 50: 10 is kept (fingerprint 7); 3 has its text.
+        (10, 10, 7, KEPT, None, 0),
+        (3, 10, 7, EXACT, None, 0),
+        (7, 10, 0, NEAR, None, 3),
+        (5, 10, 63, NEAR, None, 3),
+        (1, 1, -1, KEPT, None, 0),
+        # 2 has no keep_by: 8 (keep_by 1) is kept.
+        (8, 8, None, KEPT, "too_short", None),
+        (2, 8, None, EXACT, "too_short", None),
+        (4, 4, None, KEPT, "too_short", None),
+        (6, None, None, SKIPPED, "empty", None),
+        (9, None, None, SKIPPED, "null_fingerprint", None),
+        # Tie (5, 5): the smallest id.
+        (11, 11, LONG_MIN, KEPT, None, 0),
+        (12, 11, LONG_MIN + 1, NEAR, None, 1),
+        # Neither has keep_by: the smallest id.
+        (14, 14, 100, KEPT, None, 0),
+        (15, 14, 100, NEAR, None, 0),
+        # keep_by 1 < 2: 16.
+        (16, 16, 200, KEPT, None, 0),
+        (17, 16, 200, NEAR, None, 0),
+    ]
+    _assert_frame(clusters.assign_clusters(documents_with_keep_by, components, "asc"), expected, CLUSTERS_SCHEMA)
+
+
+def test_keep_by_descending(frames, documents_with_keep_by):
+    _, components = frames
+    expected = [
+        # keep_by 50 for both 5 and 7: the tie goes to the smallest id, 5 (fingerprint 63).
+        # 3 and 10 (fp 7): 0b111111 ^ 0b111 = 0b111000, 3 bits; 7 (fp 0): 6 bits.
+        (5, 5, 63, KEPT, None, 0),
+        (3, 5, 7, NEAR, None, 3),
+        (10, 5, 7, NEAR, None, 3),
+        (7, 5, 0, NEAR, None, 6),
+        (1, 1, -1, KEPT, None, 0),
+        # A missing keep_by loses in both orders: 8 is still kept.
+        (8, 8, None, KEPT, "too_short", None),
+        (2, 8, None, EXACT, "too_short", None),
+        (4, 4, None, KEPT, "too_short", None),
+        (6, None, None, SKIPPED, "empty", None),
+        (9, None, None, SKIPPED, "null_fingerprint", None),
+        (11, 11, LONG_MIN, KEPT, None, 0),
+        (12, 11, LONG_MIN + 1, NEAR, None, 1),
+        (14, 14, 100, KEPT, None, 0),
+        (15, 14, 100, NEAR, None, 0),
+        # keep_by 2 > 1: 17.
+        (17, 17, 200, KEPT, None, 0),
+        (16, 17, 200, NEAR, None, 0),
+    ]
+    _assert_frame(clusters.assign_clusters(documents_with_keep_by, components, "desc"), expected, CLUSTERS_SCHEMA)
+
+
+def test_string_ids_keep_their_type_and_string_order(spark):
+    """"a10" < "a9" < "b" as strings: the kept document is the smallest string, not number."""
+    documents = spark.createDataFrame(
+        [
+            ("a9", A, 7, None),
+            ("a10", B, 0, None),
+            ("b", A, 7, None),
+            ("z", None, None, "empty"),
+            ("s2", C, None, "too_short"),
+            ("s10", C, None, "too_short"),
+        ],
+        "id string, exact_key binary, fingerprint long, reason string",
+    )
+    components = spark.createDataFrame([(0, 0), (7, 0)], "node long, component long")
+    result = clusters.assign_clusters(documents, components)
+    expected = [
+        ("a10", "a10", 0, KEPT, None, 0),
+        ("a9", "a10", 7, NEAR, None, 3),
+        ("b", "a10", 7, NEAR, None, 3),  # same text as a9, but not as the kept a10
+        ("z", None, None, SKIPPED, "empty", None),
+        ("s10", "s10", None, KEPT, "too_short", None),
+        ("s2", "s10", None, EXACT, "too_short", None),
+    ]
+    _assert_frame(
+        result,
+        expected,
+        "id string, cluster_id string, fingerprint long, status string, reason string, distance int",
+    )
+
+
+def test_int_ids_keep_their_type(spark):
+    documents = spark.createDataFrame(
+        [(2, A, 7, None), (1, B, 0, None), (3, None, None, "empty")],
+        "id int, exact_key binary, fingerprint long, reason string",
+    )
+    components = spark.createDataFrame([(0, 0), (7, 0)], "node long, component long")
+    expected = [(1, 1, 0, KEPT, None, 0), (2, 1, 7, NEAR, None, 3), (3, None, None, SKIPPED, "empty", None)]
+    _assert_frame(
+        clusters.assign_clusters(documents, components),
+        expected,
+        "id int, cluster_id int, fingerprint long, status string, reason string, distance int",
+    )
+
+
+def test_pairs_by_id_names_each_fingerprint_by_its_smallest_id(spark):
+    documents = spark.createDataFrame(
+        [
+            (10, 7),
+            (3, 7),  # fingerprint 7 is named 3
+            (7, 0),
+            (5, 63),
+            (12, LONG_MIN),  # the smaller fingerprint carries the larger id
+            (11, LONG_MIN + 1),
+            (0, None),  # no fingerprint: never names anything
+            (20, 1000),  # in no pair
+        ],
+        "id long, fingerprint long",
+    )
+    pairs = spark.createDataFrame(
+        [(0, 7, 3), (7, 63, 3), (0, 63, 6), (LONG_MIN, LONG_MIN + 1, 1)],
+        "fp_a long, fp_b long, distance int",
+    )
+    expected = [(3, 7, 3), (3, 5, 3), (5, 7, 6), (11, 12, 1)]
+    _assert_frame(clusters.pairs_by_id(pairs, documents), expected, "id_a long, id_b long, distance int")
+
+
+def test_pairs_by_id_with_string_ids(spark):
+    documents = spark.createDataFrame(
+        [("a9", 7), ("b", 7), ("a10", 0), ("c", -1)],
+        "id string, fingerprint long",
+    )
+    pairs = spark.createDataFrame([(0, 7, 3), (-1, 0, 64)], "fp_a long, fp_b long, distance int")
+    # fingerprint 7 is named "a9" ("a9" < "b"); "a10" < "a9"; "a10" < "c".
+    expected = [("a10", "a9", 3), ("a10", "c", 64)]
+    _assert_frame(clusters.pairs_by_id(pairs, documents), expected, "id_a string, id_b string, distance int")
+
+
+def _physical_plan(frame) -> str:
+    return frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_kept_document_is_chosen_without_a_window_over_a_cluster(frames, documents_with_keep_by):
+    """A window over each cluster holds the whole cluster in one task (a crawl's largest
+    cluster can hold millions of pages); the kept document must come from aggregates that
+    Spark combines partially before the shuffle, with every keep order."""
+    documents, components = frames
+    for frame in (
+        clusters.assign_clusters(documents, components),
+        clusters.assign_clusters(documents_with_keep_by, components, "asc"),
+        clusters.assign_clusters(documents_with_keep_by, components, "desc"),
+    ):
+        plan = _physical_plan(frame)
+        assert "Window" not in plan, plan
+        assert "HashAggregate" in plan or "ObjectHashAggregate" in plan or "SortAggregate" in plan, plan
+
+
+def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
+    """20,000 documents of one component over 8 partitions, ids shuffled: one kept (the
+    smallest id), the exact copies of its text exact duplicates, the rest near duplicates."""
+    import random
+
+    rng = random.Random(3)
+    ids = list(range(20_000))
+    rng.shuffle(ids)
+    # Fingerprints 0..99 form one component; the text of a document is id % 7.
+    rows = [(i, bytes([i % 7]) * 4, i % 100, None) for i in ids]
+    documents = spark.createDataFrame(rows, DOCS_SCHEMA).repartition(8)
+    components = spark.createDataFrame([(fp, 0) for fp in range(100)], "node long, component long")
+    result = {r["id"]: r for r in clusters.assign_clusters(documents, components).collect()}
+    assert len(result) == 20_000
+    assert {r["cluster_id"] for r in result.values()} == {0}
+    statuses = {i: r["status"] for i, r in result.items()}
+    assert statuses[0] == KEPT
+    for i in range(1, 20_000):
+        assert statuses[i] == (EXACT if i % 7 == 0 else NEAR), i
+        assert result[i]["distance"] == bin(i % 100).count("1")

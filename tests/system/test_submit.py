@@ -1,0 +1,255 @@
+"""`./submit.sh` runs the job through spark-submit, as users run it, quietly."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SAMPLE = ROOT / "examples" / "sample.jsonl"
+
+
+def test_submit_sh_runs_the_job_like_main(spark, dedupe_main, tmp_path):
+    env = dict(os.environ, SIMHASH_VENV=str(Path(sys.executable).parent.parent), SPARK_MASTER="local[2]")
+    out = tmp_path / "submitted"
+    result = subprocess.run(
+        [str(ROOT / "submit.sh"), "--input", str(SAMPLE), "--output", str(out)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "wrote" in result.stdout and "documents 49" in result.stdout
+    # jieba's dictionary loads quietly on the executors, and nothing failed along the way
+    # (spark-submit sends the driver's Python stderr to stdout, so both are checked).
+    for noise in ("pkg_resources", "Building prefix dict", "Traceback", "ERROR"):
+        assert noise not in result.stderr + result.stdout, noise
+    # Local mode ships nothing: no environment is packed.
+    assert "pack_env" not in result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["documents"] == 49
+
+    in_process = tmp_path / "in-process"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(in_process)], spark=spark) == 0
+    for name in ("clusters", "pairs", "deduped"):
+        a = sorted(map(tuple, spark.read.parquet(str(out / name)).collect()))
+        b = sorted(map(tuple, spark.read.parquet(str(in_process / name)).collect()))
+        assert a == b, name
+
+
+def test_submit_sh_explains_a_missing_environment(tmp_path):
+    env = dict(os.environ, SIMHASH_VENV=str(tmp_path / "no-venv"))
+    result = subprocess.run([str(ROOT / "submit.sh"), "--help"], capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and "bootstrap" in result.stderr
+
+
+def submit_verbose(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """./submit.sh with spark-submit's --verbose, which prints the arguments it parsed and
+    those it hands to the job; with the job's --help nothing runs."""
+    full_env = dict(os.environ, SIMHASH_VENV=str(Path(sys.executable).parent.parent), **env)
+    full_env.pop("SPARK_MASTER", None)
+    return subprocess.run([str(ROOT / "submit.sh"), "--verbose", *args], capture_output=True, text=True,
+                          env=full_env, timeout=300)
+
+
+def parsed(stderr: str, name: str) -> str:
+    """A value from spark-submit's 'Parsed arguments:' listing."""
+    for line in stderr.splitlines():
+        if line.strip().startswith(name + " "):
+            return line.split(None, 1)[1].strip()
+    raise AssertionError(f"{name} not in spark-submit's output:\n{stderr[-3000:]}")
+
+
+def test_spark_options_go_to_spark_submit_and_the_rest_to_the_job():
+    result = submit_verbose(
+        "--master", "local[1]", "--k", "4", "--conf=spark.sql.shuffle.partitions=3", "--help",
+        SPARK_SUBMIT_ARGS="--master local[2] --driver-memory 1g",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "usage: dedupe.py" in result.stdout and "--min-features" in result.stdout
+    # The command line's --master beats SPARK_SUBMIT_ARGS'; the rest of SPARK_SUBMIT_ARGS stays.
+    assert parsed(result.stderr, "master") == "local[1]"
+    assert parsed(result.stderr, "driverMemory") == "1g"
+    assert "(spark.sql.shuffle.partitions,3)" in result.stderr
+    # Job options reach the job in their order; the log configuration is still passed.
+    assert parsed(result.stderr, "childArgs") == "[--k 4 --help]"
+    assert "log4j2.properties" in parsed(result.stderr, "driverExtraJavaOptions")
+    assert parsed(result.stderr, "archives") == "null"
+
+
+def test_a_cluster_master_for_help_packs_nothing_and_a_bare_option_is_an_error():
+    # --help needs no executors, so it does not wait for an environment to be packed; nothing
+    # connects to the (absent) master either.
+    result = submit_verbose("--master", "spark://127.0.0.1:9", "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "usage: dedupe.py" in result.stdout
+    assert parsed(result.stderr, "master") == "spark://127.0.0.1:9"
+    assert "pack_env" not in result.stderr
+
+    bare = subprocess.run([str(ROOT / "submit.sh"), "--input", "x", "--master"], capture_output=True, text=True,
+                          env=dict(os.environ, SIMHASH_VENV=str(Path(sys.executable).parent.parent)))
+    assert bare.returncode == 2 and "--master needs a value" in bare.stderr
+
+
+# Every spark-submit option submit.sh claims to pass on (its SPARK_VALUE_OPTIONS and flags,
+# listed in docs/cluster.md), with a value for each. Issue 11, item 7: the words at the ends
+# of the list's lines (--packages, --driver-memory, --driver-cores, --queue) went to the job.
+OPTION_VALUES = {
+    "--master": "local[1]", "--deploy-mode": "client", "--name": "nm", "--conf": "spark.x=1",
+    "-c": "spark.y=2", "--properties-file": "props.conf", "--jars": "a.jar",
+    "--packages": "org.example:nothing:1.0", "--exclude-packages": "org.example:other",
+    "--repositories": "file:///nonexistent/repo", "--py-files": "b.py", "--files": "c.txt",
+    "--archives": "d.zip", "--driver-memory": "1g", "--driver-java-options": "-Dfoo=bar",
+    "--driver-library-path": "/tmp/lib", "--driver-class-path": "/tmp/cp", "--driver-cores": "1",
+    "--executor-memory": "1g", "--executor-cores": "1", "--num-executors": "2",
+    "--total-executor-cores": "2", "--queue": "q1", "--principal": "pr", "--keytab": "keytab",
+    "--proxy-user": "px",
+}
+FLAGS = ("--verbose", "--supervise")
+# Options whose files must exist for spark-submit (made in tmp_path).
+FILE_OPTIONS = ("--properties-file", "--jars", "--py-files", "--files", "--archives", "--keytab")
+
+
+def script_options() -> tuple[set[str], set[str]]:
+    """The option lists as submit.sh spells them (bash arrays)."""
+    text = (ROOT / "submit.sh").read_text()
+    values = re.search(r"^SPARK_VALUE_OPTIONS=\(([^)]*)\)", text, re.M).group(1).split()
+    flags = re.search(r"^SPARK_FLAGS=\(([^)]*)\)", text, re.M).group(1).split()
+    return set(values), set(flags)
+
+
+def test_the_script_passes_on_exactly_the_options_these_tests_check():
+    assert script_options() == (set(OPTION_VALUES), set(FLAGS))
+    documented = (ROOT / "docs" / "cluster.md").read_text()
+    for option in [*OPTION_VALUES, *FLAGS]:
+        assert f"`{option}`" in documented, option
+
+
+def option_words(names: list[str], form: str, tmp_path: Path) -> list[str]:
+    """Each option with its value, as `--opt value` or `--opt=value`; files made in tmp_path."""
+    words = []
+    for name in names:
+        value = OPTION_VALUES[name]
+        if name in FILE_OPTIONS:
+            path = tmp_path / value
+            path.write_text("spark.executor.memory 1g\n" if name == "--properties-file" else "")
+            value = str(path)
+        words += [f"{name}={value}"] if form == "equals" else [name, value]
+    return words
+
+
+def interleave(spark_words: list[str], job_words: list[str]) -> list[str]:
+    """Spark's options spread among the job's, two words at a time: where an option stands
+    must not matter."""
+    mixed, job = [], list(job_words)
+    for i in range(0, len(spark_words), 2):
+        mixed += spark_words[i:i + 2]
+        if job and i % 4 == 0:
+            mixed.append(job.pop(0))
+    return mixed + job
+
+
+JOB_WORDS = ["--input", str(SAMPLE), "--k", "4", "--tokenizer", "word", "--help"]
+
+
+def dry_run(args: list[str], **env: str) -> list[str]:
+    """The exact words submit.sh hands to spark-submit (SIMHASH_SUBMIT_DRY_RUN=1: printed, not run)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("SPARK_MASTER", "SPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY")}
+    full_env.update(SIMHASH_VENV=str(Path(sys.executable).parent.parent), SIMHASH_SUBMIT_DRY_RUN="1",
+                    SIMHASH_PACK="0", **env)
+    result = subprocess.run([str(ROOT / "submit.sh"), *args], capture_output=True, text=True, env=full_env, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    words = result.stdout.split("\0")
+    assert words[-1] == "" and Path(words[0]).name == "spark-submit"
+    return words[:-1]
+
+
+def split_command(words: list[str]) -> tuple[list[str], list[str]]:
+    """spark-submit's options and the job's arguments (after jobs/dedupe.py)."""
+    at = words.index(str(ROOT / "jobs" / "dedupe.py"))
+    return words[1:at], words[at + 1:]
+
+
+@pytest.mark.parametrize("form", ["space", "equals"])
+def test_every_spark_submit_option_reaches_spark_submit_in_either_form(form, tmp_path):
+    words = option_words(list(OPTION_VALUES), form, tmp_path) + list(FLAGS)
+    spark_words, job = split_command(dry_run(interleave(words, JOB_WORDS)))
+    assert job == JOB_WORDS
+    pairs = list(zip(spark_words, spark_words[1:]))
+    for name, value in OPTION_VALUES.items():
+        if name in FILE_OPTIONS:
+            value = str(tmp_path / value)
+        if name == "--driver-java-options":
+            # Merged into the one --driver-java-options submit.sh passes (log configuration).
+            merged = [v for n, v in pairs if n == name]
+            assert len(merged) == 1 and value in merged[0].split() and "log4j2.properties" in merged[0]
+        else:
+            assert (name, value) in pairs, (name, spark_words)
+    for flag in FLAGS:
+        assert flag in spark_words
+    # Given --driver-memory, local mode does not size the driver itself.
+    assert [v for n, v in pairs if n == "--driver-memory"] == ["1g"]
+
+
+def verbose_listing(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, str]:
+    result = submit_verbose(*args, "--conf", f"spark.jars.ivy={tmp_path / 'ivy'}")
+    assert "Parsed arguments:" in result.stderr, result.stderr[-3000:]
+    return result, result.stderr
+
+
+@pytest.mark.parametrize("form", ["space", "equals"])
+def test_spark_submit_itself_parses_every_option_and_the_job_gets_only_its_own(form, tmp_path):
+    """Real spark-submit --verbose runs. --proxy-user and --principal exclude each other in
+    spark-submit, and --packages resolves packages before the job starts (the package here
+    does not exist, so that run stops after parsing): two runs."""
+    job = ["--k", "4", "--help"]
+    main = [n for n in OPTION_VALUES if n not in ("--packages", "--exclude-packages", "--repositories", "--proxy-user")]
+    result, listing = verbose_listing(interleave(option_words(main, form, tmp_path) + ["--supervise"], job), tmp_path)
+    assert result.returncode == 0, listing[-3000:]
+    assert "usage: dedupe.py" in result.stdout
+    expected = {
+        "master": "local[1]", "deployMode": "client", "name": "nm", "driverMemory": "1g", "driverCores": "1",
+        "executorMemory": "1g", "executorCores": "1", "numExecutors": "2", "totalExecutorCores": "2",
+        "queue": "q1", "driverExtraLibraryPath": "/tmp/lib", "driverExtraClassPath": "/tmp/cp",
+        "propertiesFile": str(tmp_path / "props.conf"), "supervise": "true", "childArgs": "[--k 4 --help]",
+        "jars": f"file:{tmp_path / 'a.jar'}", "pyFiles": f"file:{tmp_path / 'b.py'}",
+        "files": f"file:{tmp_path / 'c.txt'}", "archives": f"file:{tmp_path / 'd.zip'}",
+    }
+    assert {name: parsed(listing, name) for name in expected} == expected
+    assert "-Dfoo=bar" in parsed(listing, "driverExtraJavaOptions")
+    for prop in ("(spark.x,1)", "(spark.y,2)", "(spark.kerberos.principal,pr)",
+                 f"(spark.kerberos.keytab,{tmp_path / 'keytab'})", "(spark.executor.memory,1g)"):
+        assert prop in listing, prop
+
+    rest = ["--master", "--packages", "--exclude-packages", "--repositories", "--proxy-user"]
+    _, listing = verbose_listing(interleave(option_words(rest, form, tmp_path), job), tmp_path)
+    expected = {"packages": "org.example:nothing:1.0", "packagesExclusions": "org.example:other",
+                "repositories": "file:///nonexistent/repo", "childArgs": "[--k 4 --help]"}
+    assert {name: parsed(listing, name) for name in expected} == expected
+
+
+def test_local_mode_sizes_the_driver_only_when_nothing_else_does(tmp_path):
+    from simhash_udf.run.session import local_driver_memory, physical_memory_bytes
+
+    def driver_memory(args: list[str], **env: str) -> list[str]:
+        spark_words, _ = split_command(dry_run([*args, "--input", "x", "--output", "y"], **env))
+        return [v for n, v in zip(spark_words, spark_words[1:]) if n == "--driver-memory"]
+
+    share = local_driver_memory(physical_memory_bytes())
+    assert driver_memory([]) == [share]
+    assert driver_memory(["--master", "local[2]"]) == [share]
+    assert driver_memory(["--driver-memory=3g"]) == ["3g"]
+    assert driver_memory(["--conf", "spark.driver.memory=3g"]) == []
+    assert driver_memory([], SPARK_DRIVER_MEMORY="3g") == []
+    assert driver_memory([], SPARK_SUBMIT_ARGS="--driver-memory 3g") == ["3g"]
+    props = tmp_path / "p.conf"
+    props.write_text("spark.driver.memory  3g\n")
+    assert driver_memory(["--properties-file", str(props)]) == []
+    # A cluster's driver is not this machine's business.
+    assert driver_memory(["--master", "spark://127.0.0.1:9"]) == []
