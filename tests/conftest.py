@@ -1,4 +1,9 @@
-"""Shared fixtures: one local Spark session for the whole test run, and the shared data."""
+"""Shared fixtures (one local Spark session for the whole test run, the shared data, the jobs'
+`main`) and the `system` marker for tests/system/.
+
+Functions and constants tests import are in tests/helpers.py (paths, job drivers, output
+readers) and tests/generators.py (data generators, brute-force oracles), never here.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import SHARED_DATA, load_job
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+SYSTEM_TESTS = Path(__file__).resolve().parent / "system"
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark every test under tests/system/ (a standalone cluster, Airflow, notebooks,
+    spark-submit, the README's commands) `system`, so `-m "not system"` leaves them out."""
+    for item in items:
+        if SYSTEM_TESTS in Path(item.path).parents:
+            item.add_marker(pytest.mark.system)
 
 
 @pytest.fixture(scope="session")
@@ -42,16 +55,6 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def load_job(name: str):
-    """`main(argv, spark)` of jobs/NAME.py, loaded from its file as spark-submit does."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"{name}_job", ROOT / "jobs" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
-
-
 @pytest.fixture(scope="session")
 def dedupe_main():
     """`main(argv, spark)` of jobs/dedupe.py."""
@@ -63,24 +66,3 @@ def index_main():
     """`main(argv, spark)` of jobs/index.py."""
     return load_job("index")
 
-
-def popcount64(value: int) -> int:
-    """Set bits of a 64-bit value given signed or unsigned (independent of the library)."""
-    return bin(value & 0xFFFFFFFFFFFFFFFF).count("1")
-
-
-def brute_force_pairs(id_fingerprints: list[tuple], k: int) -> set[tuple]:
-    """Every (id_a, id_b, distance) with 1 <= distance <= k over distinct fingerprints, each
-    fingerprint named by the smallest id carrying it, id_a < id_b: the contract of pairs/."""
-    smallest: dict[int, object] = {}
-    for doc_id, fp in id_fingerprints:
-        if fp is not None and (fp not in smallest or doc_id < smallest[fp]):
-            smallest[fp] = doc_id
-    items = sorted(smallest.items())
-    found = set()
-    for i, (fa, ia) in enumerate(items):
-        for fb, ib in items[i + 1 :]:
-            d = popcount64(fa ^ fb)
-            if 1 <= d <= k:
-                found.add((min(ia, ib), max(ia, ib), d))
-    return found

@@ -19,7 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, brute_force_pairs, popcount64
+from generators import brute_force_pairs, flip, planted_rows, popcount64, to_signed, write_days
+from helpers import ROOT, clusters_of, entries_of, entry_key, pairs_of, report_of, run_job
 
 pytestmark = pytest.mark.spark
 
@@ -28,58 +29,6 @@ SAMPLE = ROOT / "examples" / "sample.jsonl"
 
 
 # -- planted data ------------------------------------------------------------------------
-def to_signed(value: int) -> int:
-    value &= (1 << 64) - 1
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def flip(value: int, bits: list[int]) -> int:
-    for b in bits:
-        value ^= 1 << b
-    return to_signed(value)
-
-
-def planted_rows(seed: int, groups: int, singletons: int) -> list[tuple[int, int]]:
-    """(order, fingerprint) rows: groups of near duplicates within 1..K bits of a centre
-    (members may be up to 2K apart from each other), exact repeats, and random singletons."""
-    rng = random.Random(seed)
-    fps = []
-    for _ in range(groups):
-        centre = rng.getrandbits(64)
-        fps.append(to_signed(centre))
-        for _ in range(rng.randint(1, 5)):
-            fps.append(flip(centre, rng.sample(range(64), rng.randint(1, K))))
-        if rng.random() < 0.3:
-            fps.append(to_signed(centre))  # an exact repeat of the centre's fingerprint
-    fps += [to_signed(rng.getrandbits(64)) for _ in range(singletons)]
-    rng.shuffle(fps)
-    return list(enumerate(fps))
-
-
-def write_days(folder: Path, rows: list[tuple[int, int]], days: int, seed: int) -> list[Path]:
-    """Split rows into `days` Parquet files; ids increase with the day (as a crawl's would),
-    so "smallest id" and "seen first" agree. Returns the day files in order."""
-    rng = random.Random(seed)
-    by_day = defaultdict(list)
-    for _, fp in rows:
-        by_day[rng.randrange(days)].append(fp)
-    paths, next_id = [], 1
-    for day in range(days):
-        ids = list(range(next_id, next_id + len(by_day[day])))
-        next_id += len(ids)
-        path = folder / f"day{day}.parquet"
-        table = pa.table(
-            {
-                "id": pa.array(ids, pa.int64()),
-                "fp": pa.array(by_day[day], pa.int64()),
-                "url": [f"https://example.com/{i}" for i in ids],
-            }
-        )
-        pq.write_table(table, path)
-        paths.append(path)
-    return paths
-
-
 def read_rows(path: Path) -> list[tuple[int, int]]:
     table = pq.read_table(path)
     return list(zip(table["id"].to_pylist(), table["fp"].to_pylist()))
@@ -146,34 +95,6 @@ def oracle_days(days: list[list[tuple[int, int]]], k: int) -> tuple[dict, int]:
     return result, bridges
 
 
-# -- running the job ---------------------------------------------------------------------
-def run_job(dedupe_main, spark, source: Path, out: Path, index: Path | None, *extra: str) -> int:
-    argv = ["--input", str(source), "--output", str(out), "--fingerprint-col", "fp", "--k", str(K), *extra]
-    if index is not None:
-        argv += ["--index", str(index)]
-    return dedupe_main(argv, spark=spark)
-
-
-def clusters_of(spark, out: Path) -> dict:
-    return {r["id"]: r for r in spark.read.parquet(str(out / "clusters")).collect()}
-
-
-def pairs_of(spark, out: Path) -> set:
-    return {(r["id_a"], r["id_b"], r["distance"]) for r in spark.read.parquet(str(out / "pairs")).collect()}
-
-
-def report_of(out: Path) -> dict:
-    return json.loads((out / "report.json").read_text())
-
-
-def entries_of(spark, index: Path) -> list:
-    from simhash_udf.index.store import IndexStore
-
-    store = IndexStore(spark, str(index))
-    frame = store.read(store.latest(), "entries")
-    return frame.collect() if frame is not None else []
-
-
 @pytest.mark.slow
 def test_a_week_of_days_gives_the_pairs_of_one_run_over_the_week(spark, dedupe_main, tmp_path):
     rows = planted_rows(seed=7, groups=250, singletons=1200)
@@ -224,31 +145,10 @@ def test_a_week_of_days_gives_the_pairs_of_one_run_over_the_week(spark, dedupe_m
     assert reports[-1]["version"] == 7
 
 
-@pytest.fixture(scope="module")
-def two_days(spark, dedupe_main, tmp_path_factory):
-    """Day 1 run into an index (kept as a template), day 2 run uninterrupted as a reference."""
-    folder = tmp_path_factory.mktemp("two_days")
-    rows = planted_rows(seed=3, groups=60, singletons=200)
-    day1, day2 = write_days(folder, rows, days=2, seed=5)
-    template = folder / "index-day1"
-    assert run_job(dedupe_main, spark, day1, folder / "out1", template, "--run-id", "d1") == 0
-    reference_index = folder / "index-ref"
-    shutil.copytree(template, reference_index)
-    assert run_job(dedupe_main, spark, day2, folder / "out2", reference_index, "--run-id", "d2") == 0
-    return {
-        "folder": folder, "day1": day1, "day2": day2, "template": template,
-        "reference_index": reference_index, "reference_out": folder / "out2",
-    }
-
-
 def fresh_index(two_days, tmp_path: Path) -> Path:
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
     return index
-
-
-def entry_key(entries) -> list:
-    return sorted((e["id"], e["fingerprint"], e["cluster_id"], e["run_id"], e["status"]) for e in entries)
 
 
 def test_rerunning_a_run_id_replaces_its_work(spark, dedupe_main, two_days, tmp_path):
@@ -563,9 +463,9 @@ def brute_force_components(fps: list[int], k: int) -> dict[int, int]:
 
 @pytest.mark.slow
 def test_a_hot_key_against_the_index_is_summarised_and_clusters_stay_exact(spark, dedupe_main, tmp_path):
-    from simhash_udf.core import join_kernel
+    from simhash_udf.core import hot_runs
 
-    per_day = join_kernel.HOT_RUN_SIZE * 13 // 10  # each day alone below twice the threshold
+    per_day = hot_runs.HOT_RUN_SIZE * 13 // 10  # each day alone below twice the threshold
     day1, day2 = template_days(tmp_path, per_day, singletons=100, seed=7)
     index = tmp_path / "index"
     assert run_job(dedupe_main, spark, day1, tmp_path / "out1", index, "--run-id", "d1") == 0
@@ -582,8 +482,8 @@ def test_a_hot_key_against_the_index_is_summarised_and_clusters_stay_exact(spark
     new_keys = Counter(tk for fp in {fp for _, fp in read_rows(day2)} for tk in table_keys(fp, K, blocks))
     old_keys = Counter(tk for fp in {fp for _, fp in read_rows(day1)} for tk in table_keys(fp, K, blocks))
     shared = [(new_keys[tk], old_keys[tk]) for tk in new_keys if tk in old_keys]
-    hot = sorted((b, s) for b, s in shared if b + s > join_kernel.HOT_RUN_SIZE)
-    cold_pairs = sum(b * s for b, s in shared if b + s <= join_kernel.HOT_RUN_SIZE)
+    hot = sorted((b, s) for b, s in shared if b + s > hot_runs.HOT_RUN_SIZE)
+    cold_pairs = sum(b * s for b, s in shared if b + s <= hot_runs.HOT_RUN_SIZE)
     hot_pairs = sum(b * s for b, s in hot)
     assert hot and hot[0][0] >= per_day - 1 and hot[0][1] >= per_day - 1  # the template's bucket
     assert x["hot_lookup_buckets"] == len(hot)

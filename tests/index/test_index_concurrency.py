@@ -8,8 +8,8 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_index import entries_of, planted_rows, two_days, write_days  # noqa: F401
-from test_kill import start_job
+from generators import planted_rows, write_days
+from helpers import entries_of, start_job
 
 from simhash_udf.core.config import DedupeConfig, IndexOptions
 from simhash_udf.index.session import IndexSession
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.spark
 CONFIG = DedupeConfig(fingerprint_col="fp", k=3)
 
 
-def test_the_second_publisher_is_refused_and_cleans_up(spark, two_days, tmp_path):  # noqa: F811
+def test_the_second_publisher_is_refused_and_cleans_up(spark, two_days, tmp_path):
     """Both runs open the same version; the first publishes; the second's publish finds its
     version number taken: IndexConflictError, its segment removed, no output written."""
     index = tmp_path / "index"
@@ -50,7 +50,7 @@ def test_the_second_publisher_is_refused_and_cleans_up(spark, two_days, tmp_path
 
 
 @pytest.mark.slow
-def test_two_job_processes_at_once(spark, two_days, tmp_path):  # noqa: F811
+def test_two_job_processes_at_once(spark, two_days, tmp_path):
     """Two real job processes started together on one index: each either succeeds or is
     refused with the conflict message; every fingerprint of each successful run is indexed."""
     index = tmp_path / "index"

@@ -24,28 +24,13 @@ import time
 from pathlib import Path
 
 import pytest
-from test_index import clusters_of, entries_of, entry_key, run_job, two_days  # noqa: F401
+from helpers import clusters_of, entries_of, entry_key, missing_or_resized, newest_manifest, run_job
 
 from simhash_udf.index import store as index_module
 from simhash_udf.index.session import IndexSession
 from simhash_udf.index.store import IndexStore
 
 pytestmark = pytest.mark.spark
-
-
-def newest_manifest(index: Path) -> dict:
-    return json.loads(sorted((index / "manifests").glob("*.json"))[-1].read_text())
-
-
-def missing_or_resized(index: Path) -> list[str]:
-    """Files the newest manifest lists that are not on disk with their recorded size."""
-    bad = []
-    for segment in newest_manifest(index)["segments"]:
-        for relative, size in segment["files"].items():
-            path = index / segment["folder"] / relative
-            if not path.is_file() or path.stat().st_size != size:
-                bad.append(str(path))
-    return bad
 
 
 def age(folder: Path, seconds: float) -> None:
@@ -55,7 +40,7 @@ def age(folder: Path, seconds: float) -> None:
 
 
 def test_compact_between_segment_write_and_publish_leaves_the_index_whole(
-    spark, dedupe_main, index_main, two_days, tmp_path, monkeypatch, capsys  # noqa: F811
+    spark, dedupe_main, index_main, two_days, tmp_path, monkeypatch, capsys
 ):
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
@@ -87,7 +72,7 @@ def test_compact_between_segment_write_and_publish_leaves_the_index_whole(
 
 
 def test_publish_refuses_a_version_whose_files_are_gone(
-    spark, dedupe_main, two_days, tmp_path, monkeypatch, capsys  # noqa: F811
+    spark, dedupe_main, two_days, tmp_path, monkeypatch, capsys
 ):
     """Whatever deleted it (a compact that broke the lease, an operator), a version that lists
     a missing file is not published: exit code 2, a message naming the file, no output."""
@@ -119,7 +104,7 @@ def test_publish_refuses_a_version_whose_files_are_gone(
 
 
 def test_an_interrupt_right_after_the_manifest_is_linked_keeps_the_published_segment(
-    spark, dedupe_main, two_days, tmp_path, monkeypatch  # noqa: F811
+    spark, dedupe_main, two_days, tmp_path, monkeypatch
 ):
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
@@ -147,7 +132,7 @@ def test_an_interrupt_right_after_the_manifest_is_linked_keeps_the_published_seg
 
 
 def test_the_segment_and_manifest_are_fsynced_before_the_manifest_is_linked(
-    spark, dedupe_main, two_days, tmp_path, monkeypatch  # noqa: F811
+    spark, dedupe_main, two_days, tmp_path, monkeypatch
 ):
     """A power loss cannot be staged here; what is checked is the order of the system calls
     that make it harmless (the calls are observed and passed through, not replaced)."""
@@ -184,7 +169,7 @@ def test_the_segment_and_manifest_are_fsynced_before_the_manifest_is_linked(
     assert str(manifests) in after, "the manifests folder was not fsynced after the link"
 
 
-def test_a_run_is_refused_while_compact_holds_its_lease(spark, dedupe_main, two_days, tmp_path, capsys):  # noqa: F811
+def test_a_run_is_refused_while_compact_holds_its_lease(spark, dedupe_main, two_days, tmp_path, capsys):
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
     store = IndexStore(spark, str(index))
@@ -219,7 +204,7 @@ def write_lease(index: Path, name: str, host: str, pid: int, age_seconds: float)
 
 
 def test_leases_of_killed_runs_do_not_block_compact_and_live_ones_do(
-    spark, index_main, two_days, tmp_path, capsys  # noqa: F811
+    spark, index_main, two_days, tmp_path, capsys
 ):
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
@@ -239,7 +224,7 @@ def test_leases_of_killed_runs_do_not_block_compact_and_live_ones_do(
 
 
 def test_compact_keep_last_merges_the_older_runs_and_leaves_the_newest_rerunnable(
-    spark, dedupe_main, index_main, two_days, tmp_path, capsys  # noqa: F811
+    spark, dedupe_main, index_main, two_days, tmp_path, capsys
 ):
     """What the daily DAG runs on compaction days: `compact --keep-last 1` merges every run
     but the newest into one segment; the newest can still be rerun with its run id."""
@@ -267,7 +252,7 @@ def test_compact_keep_last_merges_the_older_runs_and_leaves_the_newest_rerunnabl
     assert run_job(dedupe_main, spark, two_days["day2"], tmp_path / "out2", index, "--run-id", "d2") == 2
 
 
-def test_a_run_refused_for_its_output_leaves_no_lease_behind(spark, dedupe_main, two_days, tmp_path, capsys):  # noqa: F811
+def test_a_run_refused_for_its_output_leaves_no_lease_behind(spark, dedupe_main, two_days, tmp_path, capsys):
     """A run against the index whose --output already exists (no --overwrite) is refused
     before any work; its lease must go with it, or compact in the same process (a notebook,
     a scheduler's worker) is refused although no run is going on."""

@@ -15,14 +15,10 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from test_index import clusters_of, entries_of, entry_key, pairs_of, run_job, two_days  # noqa: F401
-from test_index_crash import missing_or_resized
+from helpers import clusters_of, entries_of, entry_key, missing_or_resized, pairs_of, run_job, start_job
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -36,19 +32,6 @@ KILL_POINTS = [
     (r"stage report: \d", False),             # segment written, right before the index publish
     (r"published version", True),             # right after the index publish
 ]
-
-
-def start_job(source: Path, out: Path, index: Path, run_id: str) -> subprocess.Popen:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    command = [
-        sys.executable, str(ROOT / "jobs" / "dedupe.py"), "--master", "local[2]",
-        "--input", str(source), "--output", str(out), "--fingerprint-col", "fp", "--k", "3",
-        "--index", str(index), "--run-id", run_id,
-    ]
-    return subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,  # its own process group: the JVM dies with it
-    )
 
 
 def kill_when(process: subprocess.Popen, pattern: str, timeout: float = 600) -> list[str]:
@@ -69,7 +52,7 @@ def kill_when(process: subprocess.Popen, pattern: str, timeout: float = 600) -> 
 
 @pytest.mark.parametrize("point,published", KILL_POINTS, ids=["fingerprint", "after_join", "index_write", "before_publish", "after_publish"])
 def test_killed_run_leaves_the_index_whole_and_a_rerun_repairs_it(
-    spark, dedupe_main, index_main, two_days, tmp_path, point, published  # noqa: F811
+    spark, dedupe_main, index_main, two_days, tmp_path, point, published
 ):
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)

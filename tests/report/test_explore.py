@@ -6,7 +6,7 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import brute_force_pairs, popcount64
+from generators import brute_force_merges, brute_force_pairs, popcount64
 
 from simhash_udf.core.bands import BandPlan
 from simhash_udf.report import explore
@@ -137,53 +137,6 @@ def test_distance_histogram(frames, planted):
     got = _rows(explore.distance_histogram(pairs, 3), "distance", "pairs", "within_k")
     counts = Counter(d for _, _, d in _brute_within(_distinct_fps(planted), 10))
     assert got == [(d, counts[d], d <= 3) for d in sorted(counts)]
-
-
-def _union_find_groups(rows, k: int) -> tuple[int, Counter]:
-    """(pairs of distinct fingerprints within k, documents per cluster) by union-find.
-
-    rows: (id, group, fingerprint, status); documents without a fingerprint are clustered by
-    `group`, skipped ones are left out."""
-    fps = sorted({fp for _, _, fp, status in rows if fp is not None and status != "skipped"})
-    parent = {fp: fp for fp in fps}
-
-    def root(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    pairs = 0
-    for i, a in enumerate(fps):
-        for b in fps[i + 1 :]:
-            if popcount64(a ^ b) <= k:
-                pairs += 1
-                parent[root(a)] = root(b)
-    groups = Counter(
-        ("fp", root(fp)) if fp is not None else ("exact", group)
-        for _, group, fp, status in rows
-        if status != "skipped"
-    )
-    return pairs, groups
-
-
-def brute_force_cluster_sizes(rows, k: int) -> list[int]:
-    """Documents per cluster at threshold k (see `_union_find_groups`)."""
-    return list(_union_find_groups(rows, k)[1].values())
-
-
-def brute_force_merges(rows, k: int) -> dict[str, int]:
-    """The row of `explore.merges_by_k` for k, by union-find over every pair of fingerprints."""
-    pairs = _union_find_groups(rows, k)[0]
-    sizes = brute_force_cluster_sizes(rows, k)
-    return {
-        "k": k,
-        "pairs": pairs,
-        "clusters": len(sizes),
-        "duplicates": sum(s - 1 for s in sizes),
-        "merged_documents": sum(s for s in sizes if s > 1),
-        "largest_cluster": max(sizes),
-    }
 
 
 @pytest.mark.spark

@@ -6,7 +6,8 @@ import json
 from collections import defaultdict
 
 import pytest
-from conftest import ROOT, brute_force_pairs, popcount64
+from generators import brute_force_pairs, popcount64
+from helpers import ROOT
 
 pytestmark = pytest.mark.spark
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, brute_force_pairs
+from generators import brute_force_pairs
+from helpers import ROOT
 
 pytestmark = pytest.mark.spark
 

@@ -139,7 +139,7 @@ def _sample_expected():
     is the normalised text (what documents without a fingerprint are clustered by)."""
     from simhash_udf.core.config import FingerprintConfig
     from simhash_udf.core.fingerprint import fingerprint
-    from simhash_udf.core.text import normalise
+    from simhash_udf.core.normalise import normalise
 
     rows = []
     for line in SAMPLE.read_text(encoding="utf-8").splitlines():
@@ -166,8 +166,7 @@ def _table(text: str, columns: int) -> list[tuple[int, ...]]:
 def test_explore_runs(this_python_kernel):
     """The tables the notebook prints equal a brute force over the sample's fingerprints,
     computed here without Spark from the pure text and fingerprint functions."""
-    from conftest import popcount64
-    from test_explore import brute_force_cluster_sizes, brute_force_merges
+    from generators import brute_force_cluster_sizes, brute_force_merges, popcount64
 
     from simhash_udf.core.bands import BandPlan
 

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_DATA
+from helpers import ROOT, SHARED_DATA
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

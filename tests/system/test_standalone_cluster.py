@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
