@@ -1,6 +1,6 @@
 """Benchmark: the near-duplicate join at 1M-64M fingerprints, ours against the plain band join.
 
-    .venv/bin/python bench/join_scale.py [--sizes 1M,4M,16M,64M] [--quick] [--repeats 3]
+    .venv/bin/python -m bench.join_scale [--sizes 1M,4M,16M,64M] [--quick] [--repeats 3]
                                          [--driver-memory 8g] [--json out.json]
 
 Prints a JSON document on stdout (for bench/run_all.py) and a table on stderr.
@@ -24,7 +24,7 @@ shuffle bytes (Spark's REST API: shuffle records written by the stages of the ru
 broadcast joins are switched off so both methods shuffle as they would at scale);
 candidate pairs (the pairs each method compares, counted in numpy on the same data: for
 the baseline and a one-level join, pairs sharing a table's key; for the two-level join,
-pairs sharing a table's key and one of its sub-blocks, `join_kernel.KernelPlan`, summed
+pairs sharing a table's key and one of its sub-blocks, `pair_kernel.KernelPlan`, summed
 over sub-blocks; bucket pairs, the level-1 count, are kept in the JSON); verified pairs; candidates per verified pair; peak memory (sum of the
 resident sets of the worker's process tree, sampled every 0.2 s: driver JVM and Python
 workers; the JVM alone apart). The baseline is not run above --baseline-max (default 16M):
@@ -37,42 +37,24 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import os
 import statistics
-import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import synthetic  # noqa: E402  (bench/synthetic.py)
+from bench import synthetic
+from bench.machine import load_average
+from bench.runners import CACHE, bench_session, module_command, run_bounded
+from bench.tables import fmt_n, parse_size, seconds_list
 
 K = 3
-OUT = ROOT / "build" / "bench-cache" / "join-out"
+OUT = CACHE / "join-out"
 SIZES = [1_000_000, 4_000_000, 16_000_000, 64_000_000]
 QUICK_SIZES = [250_000, 1_000_000]
 BASELINE_BLOCK_BITS = 16
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper()
-    scale = {"K": 1_000, "M": 1_000_000, "B": 1_000_000_000}.get(text[-1:], 1)
-    return int(float(text[:-1] if scale != 1 else text) * scale)
-
-
-def fmt_n(n: float) -> str:
-    for unit, div in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= div:
-            value = n / div
-            return f"{value:.0f}{unit}" if value == int(value) else f"{value:.1f}{unit}"
-    return f"{n:.0f}"
 
 
 def partitions_for(n: int) -> int:
@@ -92,13 +74,13 @@ def ours_table_masks(n: int, blocks: int | None = None) -> list[int]:
 
 def ours_compared_masks(n: int, blocks: int | None = None) -> list[int] | None:
     """Masks whose shared values are the pairs the two-level join compares (table key plus
-    one of its sub-blocks, `join_kernel.KernelPlan`), or None when the join has one level.
+    one of its sub-blocks, `pair_kernel.KernelPlan`), or None when the join has one level.
     blocks: the plan's block count (default: the one `choose_plan(n, K)` picks)."""
     try:
-        from simhash_udf.core import bands, join_kernel
+        from simhash_udf.core import bands, pair_kernel
     except ImportError:
         return None
-    kernel_plan = getattr(join_kernel, "KernelPlan", None)
+    kernel_plan = getattr(pair_kernel, "KernelPlan", None)
     if kernel_plan is None:
         return None
     kp = kernel_plan.of(bands.choose_plan(n, K, blocks))
@@ -152,76 +134,6 @@ def plan_summary(n: int, blocks: int | None = None) -> dict:
     return summary
 
 
-# ---------------------------------------------------------------- memory of a process tree
-
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
-def _rss_and_name(pid: int) -> tuple[int, str]:
-    rss, name = 0, ""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Name:"):
-                    name = line.split()[1]
-                elif line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return rss, name
-
-
-class TreeMemory:
-    """Peak of the summed resident set of a process and its descendants (sampled)."""
-
-    def __init__(self, pid: int, interval: float = 0.2):
-        self.pid, self.interval = pid, interval
-        self.peak_total = self.peak_jvm = self.peak_python = 0
-        # The largest single Python worker: what one task's numpy holds (a hot bucket).
-        self.peak_python_one = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> TreeMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            children = _children_map()
-            todo, total, jvm, python = [self.pid], 0, 0, 0
-            while todo:
-                pid = todo.pop()
-                rss, name = _rss_and_name(pid)
-                total += rss
-                if name == "java":
-                    jvm += rss
-                elif name.startswith("python") and pid != self.pid:
-                    python += rss
-                    self.peak_python_one = max(self.peak_python_one, rss)
-                todo.extend(children.get(pid, []))
-            self.peak_total = max(self.peak_total, total)
-            self.peak_jvm = max(self.peak_jvm, jvm)
-            self.peak_python = max(self.peak_python, python)
-            self._stop.wait(self.interval)
-
-
 # ---------------------------------------------------------------- the worker (one Spark)
 
 BASELINE_SQL = """
@@ -269,18 +181,14 @@ def _shuffle_written(spark: object, group: str) -> tuple[int, int]:
 
 def worker(args: argparse.Namespace) -> int:
     """Run one method at one size in this process's Spark; print a JSON line."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from simhash_udf.core import bands
-    from simhash_udf.run.session import get_session
     from simhash_udf.stages import join
 
-    spark = get_session(
+    spark = bench_session(
         f"bench-join-{args.method}",
-        master="local[2]",
+        args.driver_memory,
         conf={
-            "spark.driver.memory": args.driver_memory,
-            "spark.ui.enabled": "true",
-            "spark.ui.showConsoleProgress": "false",
+            "spark.ui.enabled": "true",  # the shuffle figures come from its REST API
             "spark.sql.shuffle.partitions": str(args.partitions),
             "spark.local.dir": str(OUT / "spark-local"),
             # Shuffle both methods' joins as they would be at scale: at 1M the fingerprints'
@@ -288,7 +196,6 @@ def worker(args: argparse.Namespace) -> int:
             "spark.sql.autoBroadcastJoinThreshold": "-1",
         },
     )
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         fps = spark.read.parquet(args.input).repartition(args.partitions).cache()
         n = fps.count()
@@ -328,34 +235,11 @@ def worker(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- the parent
 
-def run_bounded(command: list[str], timeout: float) -> tuple[dict, str | None]:
-    """Run a worker in a fresh process group, killed after `timeout` seconds.
-
-    Returns (wall time and peak memory of the process tree, with a `status` when it was
-    killed or failed; None when it ran to its end) and its stdout (None when killed).
-    """
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    with TreeMemory(process.pid) as peak:
-        try:
-            stdout, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.communicate()
-            stdout = None
-    result = {"wall_s": time.perf_counter() - started, "peak_rss": peak.peak_total, "peak_jvm_rss": peak.peak_jvm,
-              "peak_python_workers_rss": peak.peak_python, "peak_python_worker_rss": peak.peak_python_one}
-    if stdout is None:
-        result["status"] = f"killed after the {timeout:.0f} s timeout"
-    elif process.returncode != 0:
-        result["status"] = f"failed (exit {process.returncode})"
-    return result, stdout
-
-
 def run_method(method: str, data: synthetic.Synthetic, repeats: int, memory: str, timeout: float) -> dict:
     """One method at one size in a fresh process; its figures and its memory peaks."""
-    command = [sys.executable, __file__, "--worker", method, "--input", str(data.fingerprints),
-               "--repeats", str(repeats), "--driver-memory", memory, "--partitions", str(partitions_for(data.n))]
+    command = module_command("join_scale", "--worker", method, "--input", str(data.fingerprints),
+                             "--repeats", str(repeats), "--driver-memory", memory,
+                             "--partitions", str(partitions_for(data.n)))
     bounded, stdout = run_bounded(command, timeout)
     if stdout is None:
         return {"status": f"timed out after {timeout:.0f} s", "seconds": bounded["wall_s"]}
@@ -385,7 +269,7 @@ def growth_exponent(sizes: list[int], seconds: list[float]) -> float | None:
 
 def measure(args: argparse.Namespace) -> dict:
     sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else (QUICK_SIZES if args.quick else SIZES)
-    report: dict = {"k": K, "sizes": sizes, "driver_memory": args.driver_memory, "load_start": os.getloadavg(),
+    report: dict = {"k": K, "sizes": sizes, "driver_memory": args.driver_memory, "load_start": load_average(),
                     "results": []}
     started = time.perf_counter()
     for n in sizes:
@@ -444,7 +328,7 @@ def measure(args: argparse.Namespace) -> dict:
             if e["n"] >= 4_000_000 and e["baseline"].get("status") == "ok"]
     report["growth_baseline_4m_up"] = growth_exponent([m[0] for m in base], [m[1] for m in base])
     report["seconds"] = time.perf_counter() - started
-    report["load_end"] = os.getloadavg()
+    report["load_end"] = load_average()
     return report
 
 
@@ -485,7 +369,7 @@ def table(report: dict) -> list[str]:
             verified = r["verified_pairs"]
             ratio = "" if method == "ours" or not ours_s else f"{r['median_s'] / ours_s:.2f}x"
             lines.append(
-                f"| {fmt_n(e['n'])} | {method} | {r['median_s']:.1f} | {', '.join(f'{s:.1f}' for s in r['wall_s'])} "
+                f"| {fmt_n(e['n'])} | {method} | {r['median_s']:.1f} | {seconds_list(r['wall_s'], 1)} "
                 f"| {statistics.median(r['rows_shuffled']):,.0f} | {statistics.median(r['shuffle_bytes']) / 1e6:,.0f} "
                 f"| {cands_text} | {verified:,} | "
                 f"{'' if cands is None else f'{cands / max(verified, 1):,.1f}'} "

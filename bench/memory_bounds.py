@@ -1,6 +1,6 @@
 """Benchmark: memory that could grow with the data, at two input sizes, beside a plain Spark job.
 
-    .venv/bin/python bench/memory_bounds.py [--sizes 500000,2000000] [--driver-memory 4g]
+    .venv/bin/python -m bench.memory_bounds [--sizes 500000,2000000] [--driver-memory 4g]
                                             [--timeout 900] [--quick]
 
 Prints a JSON document on stdout (for bench/run_all.py) and a table on stderr.
@@ -35,22 +35,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from bench.runners import CACHE, cached_input, module_command, read_meta, run_bounded, write_documents
+from bench.skew import worker_session
 
-from join_scale import run_bounded  # noqa: E402  (bench/join_scale.py)
-
-CACHE = ROOT / "build" / "bench-cache" / "memory"
+MEMORY_CACHE = CACHE / "memory"
 HOT_KEY_FREE_BITS = 20
 FORMAT = 1
 MB = 1 << 20
@@ -59,30 +54,25 @@ MB = 1 << 20
 def make_input(n: int, seed: int = 11) -> Path:
     """documents.parquet of `n` rows (cached): N/4 copies of one page, N/20 hot-key pages, the
     rest random. ids: copies 0.., hot-key pages next, then the rest."""
-    folder = CACHE / f"n{n}-seed{seed}-v{FORMAT}"
-    if (folder / "meta.json").exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng([seed, n])
-    copies, hot = n // 4, n // 20
-    copy, template = rng.integers(0, 2**64, size=2, dtype=np.uint64)
-    low = np.uint64((1 << HOT_KEY_FREE_BITS) - 1)
-    free = rng.choice(1 << HOT_KEY_FREE_BITS, size=hot, replace=False).astype(np.uint64)
-    hot_pages = (template & ~low) | free
-    rest = rng.integers(0, 2**64, size=n - copies - hot, dtype=np.uint64)
-    fingerprints = np.concatenate([np.full(copies, copy, dtype=np.uint64), hot_pages, rest]).view(np.int64)
-    order = rng.permutation(n)  # the giant cluster and the hot key spread over all partitions
-    ids = np.arange(n, dtype=np.int64)
-    pq.write_table(pa.table({"id": ids[order], "fingerprint": fingerprints[order]}),
-                   folder / "documents.parquet", row_group_size=1 << 20)
-    (folder / "meta.json").write_text(json.dumps({"n": n, "copies": copies, "hot_key_pages": hot}))
-    return folder
+
+    def build(folder: Path) -> dict:
+        rng = np.random.default_rng([seed, n])
+        copies, hot = n // 4, n // 20
+        copy, template = rng.integers(0, 2**64, size=2, dtype=np.uint64)
+        low = np.uint64((1 << HOT_KEY_FREE_BITS) - 1)
+        free = rng.choice(1 << HOT_KEY_FREE_BITS, size=hot, replace=False).astype(np.uint64)
+        hot_pages = (template & ~low) | free
+        rest = rng.integers(0, 2**64, size=n - copies - hot, dtype=np.uint64)
+        fingerprints = np.concatenate([np.full(copies, copy, dtype=np.uint64), hot_pages, rest]).view(np.int64)
+        # The rows in a random order: the giant cluster and the hot key spread over all partitions.
+        write_documents(folder / "documents.parquet", fingerprints, rng)
+        return {"n": n, "copies": copies, "hot_key_pages": hot}
+
+    return cached_input(MEMORY_CACHE / f"n{n}-seed{seed}-v{FORMAT}", build)
 
 
 def baseline_worker(args: argparse.Namespace) -> int:
     """The plain Spark job: read, count documents per fingerprint, write Parquet."""
-    from skew import worker_session  # bench/skew.py: the same local[2] session as the job's
-
     spark = worker_session("bench-memory-baseline", args.driver_memory)
     try:
         source, target = args.job_args
@@ -95,13 +85,14 @@ def baseline_worker(args: argparse.Namespace) -> int:
 def run_job(folder: Path, memory: str, timeout: float) -> dict:
     output = folder / "out-job"
     shutil.rmtree(output, ignore_errors=True)
-    command = [sys.executable, str(ROOT / "bench" / "skew.py"), "--worker", "--driver-memory", memory, "--",
-               "--input", str(folder / "documents.parquet"), "--format", "parquet", "--id-col", "id",
-               "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING"]
+    command = module_command(
+        "skew", "--worker", "--driver-memory", memory, "--",
+        "--input", str(folder / "documents.parquet"), "--format", "parquet", "--id-col", "id",
+        "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING")
     result, _ = run_bounded(command, timeout)
     if "status" not in result:
         report = json.loads((output / "report.json").read_text())
-        meta = json.loads((folder / "meta.json").read_text())
+        meta = read_meta(folder)
         clusters = pq.read_table(output / "clusters", columns=["id", "cluster_id"]).to_pandas()
         copies = clusters[clusters["id"] < meta["copies"]]
         result.update(
@@ -118,8 +109,8 @@ def run_job(folder: Path, memory: str, timeout: float) -> dict:
 def run_baseline(folder: Path, memory: str, timeout: float) -> dict:
     output = folder / "out-baseline"
     shutil.rmtree(output, ignore_errors=True)
-    command = [sys.executable, __file__, "--baseline-worker", "--driver-memory", memory, "--",
-               str(folder / "documents.parquet"), str(output)]
+    command = module_command("memory_bounds", "--baseline-worker", "--driver-memory", memory, "--",
+                             str(folder / "documents.parquet"), str(output))
     result, _ = run_bounded(command, timeout)
     result.setdefault("status", "ok")
     shutil.rmtree(output, ignore_errors=True)
@@ -170,7 +161,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("job_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.baseline_worker:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         return baseline_worker(args)
     sizes = [100_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     report = {"driver_memory": args.driver_memory, "sizes": []}

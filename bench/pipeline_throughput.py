@@ -1,6 +1,6 @@
 """Benchmark: the whole pipeline, documents per second per core, raw input to written outputs.
 
-    .venv/bin/python bench/pipeline_throughput.py [--quick] [--repeats 3] [--json out.json]
+    .venv/bin/python -m bench.pipeline_throughput [--quick] [--repeats 3] [--json out.json]
 
 Issue 3, part 4. Prints a JSON document on stdout; `section(quick)` runs it in a
 subprocess and returns the markdown for bench/RESULTS.md (bench/run_all.py calls it as
@@ -37,23 +37,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import pandas as pd  # module level: pandas_udf resolves the type hints here
 
-import pandas as pd  # noqa: E402  (module level: pandas_udf resolves the type hints here)
-from corpora import Corpus, CorpusError, peoples_daily, python_doc_html  # noqa: E402
-from join_scale import BASELINE_SQL  # noqa: E402  (the plain band join, as the join benchmark's baseline)
+from bench.corpora import Corpus, CorpusError, peoples_daily, python_doc_html
+from bench.join_scale import BASELINE_SQL  # the plain band join, as the join benchmark's baseline
+from bench.machine import load_average
+from bench.runners import CACHE as BENCH_CACHE
+from bench.runners import ROOT, Runs, bench_session, interleaved, module_command
+from bench.tables import load_text, ratio_text, table_lines
 
-CACHE = ROOT / "build" / "bench-cache" / "pipeline"
+CACHE = BENCH_CACHE / "pipeline"
 CORES = 2
 K = 3
 # One near-copy for every this many documents.
@@ -82,6 +83,17 @@ def write_input(corpus: Corpus, path: Path) -> int:
     return len(rows)
 
 
+def quietly(run: Callable[[], object]) -> Callable[[], object]:
+    """The run with its stdout sent to stderr: the job prints its summary, and this script's
+    stdout is its JSON."""
+
+    def action() -> object:
+        with contextlib.redirect_stdout(sys.stderr):
+            return run()
+
+    return action
+
+
 def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> dict:
     """The blog recipe's fingerprints, the plain band join and the simplest keep rule."""
     from pyspark.sql import functions as F
@@ -92,7 +104,7 @@ def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> 
     def recipe_batch(texts: pd.Series) -> pd.Series:
         from recipe import recipe_simhashes
 
-        from simhash_udf.core.text import html_to_text
+        from simhash_udf.core.html_text import html_to_text
 
         values = [t or "" for t in texts]
         if html:
@@ -117,9 +129,7 @@ def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> 
 
 
 def measure(args: argparse.Namespace) -> dict:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from jobs.dedupe import main as dedupe_main
-    from simhash_udf.run.session import get_session
 
     zh = peoples_daily()
     en = python_doc_html(max_bytes=int((2 if args.quick else 12) * 1e6))
@@ -131,14 +141,10 @@ def measure(args: argparse.Namespace) -> dict:
         n = write_input(corpus, path)
         corpora.append((corpus, path, n))
 
-    spark = get_session(
-        "bench-pipeline", master=f"local[{CORES}]",
-        conf={"spark.driver.memory": "2g", "spark.ui.enabled": "false",
-              "spark.ui.showConsoleProgress": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bench_session("bench-pipeline", "2g", master=f"local[{CORES}]", conf={"spark.ui.enabled": "false"})
+    # The recipe's UDF imports bench/recipe.py as `recipe` on the workers.
     spark.sparkContext.addPyFile(str(ROOT / "bench" / "recipe.py"))
-    report: dict = {"repeats": args.repeats, "load_start": os.getloadavg(), "corpora": {}}
+    report: dict = {"repeats": args.repeats, "load_start": load_average(), "corpora": {}}
     started = time.perf_counter()
     try:
         for corpus, path, n in corpora:
@@ -166,61 +172,50 @@ def measure(args: argparse.Namespace) -> dict:
                 dedupe_main([*warm_job, *variant, "--output", str(out / "warm"), "--log-level", "WARNING"],
                             spark=spark)
                 recipe_pipeline(spark, str(warm), str(out / "warm-recipe"), corpus.html)
-            runs: dict[str, list[float]] = {name: [] for name in methods}
-            outcome: dict[str, object] = {}
-            failures: dict[str, list[str]] = {}
-            for repeat in range(args.repeats):
-                for name, run in methods.items():
-                    start = time.perf_counter()
-                    try:
-                        with contextlib.redirect_stdout(sys.stderr):  # the job prints its summary
-                            outcome[name] = run()
-                    except Exception as error:  # noqa: BLE001 - a failed run is a result too
-                        failures.setdefault(name, []).append(str(error).strip().splitlines()[0][:300])
-                        print(f"pipeline_throughput: {corpus.name} {name} run {repeat + 1} failed: "
-                              f"{failures[name][-1]}", file=sys.stderr)
-                        continue
-                    runs[name].append(time.perf_counter() - start)
-                    print(f"pipeline_throughput: {corpus.name} {name} run {repeat + 1}: "
-                          f"{runs[name][-1]:.1f} s", file=sys.stderr)
+
+            def log(name: str, repeat: int, runs: Runs, failed: bool, corpus: Corpus = corpus) -> None:
+                outcome = f" failed: {runs.failures[-1]}" if failed else f": {runs.wall_s[-1]:.1f} s"
+                print(f"pipeline_throughput: {corpus.name} {name} run {repeat}{outcome}", file=sys.stderr)
+
+            timed = interleaved({name: quietly(run) for name, run in methods.items()}, args.repeats,
+                                catch=True, log=log)
             report_file = out / "ours" / "report.json"
             ours_report = json.loads(report_file.read_text()) if report_file.exists() else {"counts": {}, "join": {}}
             report["corpora"][corpus.name] = {
                 "source": corpus.source, "html": corpus.html, "documents": n,
                 "mb": path.stat().st_size / 1e6,
                 "methods": {
-                    name: {"wall_s": [round(s, 2) for s in secs],
-                           "docs_per_s_per_core": n / statistics.median(secs) / CORES if secs else None,
-                           "failed_runs": failures.get(name, [])}
-                    for name, secs in runs.items()
+                    name: {"wall_s": [round(s, 2) for s in r.wall_s],
+                           "docs_per_s_per_core": n / statistics.median(r.wall_s) / CORES if r.wall_s else None,
+                           "failed_runs": r.failures}
+                    for name, r in timed.items()
                 },
-                "ours_exit": outcome.get("ours"),
+                "ours_exit": timed["ours"].outcome,
                 "ours_counts": {
                     **{k: v for k, v in ours_report["counts"].items() if isinstance(v, int)},
                     "verified_pairs": ours_report["join"].get("verified_pairs", 0),
                 },
-                "recipe_counts": outcome.get("recipe + plain join") or {"pairs": 0, "kept": 0},
+                "recipe_counts": timed["recipe + plain join"].outcome or {"pairs": 0, "kept": 0},
             }
             shutil.rmtree(out, ignore_errors=True)
     finally:
         spark.stop()
-    report["load_end"] = os.getloadavg()
+    report["load_end"] = load_average()
     report["seconds"] = time.perf_counter() - started
     return report
 
 
 def table(report: dict) -> list[str]:
     """Markdown lines for bench/RESULTS.md."""
-    lines = [
-        "| corpus | documents | MB of input | method | documents/s per core | runs (s) | ours / method |",
-        "|---|---:|---:|---|---:|---|---:|",
-    ]
+    lines = table_lines(
+        ["corpus", "documents", "MB of input", "method", "documents/s per core", "runs (s)", "ours / method"],
+        [], right=".rr.r.r")
     for name, c in report["corpora"].items():
         label = "Chinese (People's Daily)" if name == "zh" else "English (Python manual, HTML)"
         ours = c["methods"]["ours"]["docs_per_s_per_core"]
         for method, r in c["methods"].items():
             rate = r["docs_per_s_per_core"]
-            ratio = "" if method == "ours" or not (ours and rate) else f"{ours / rate:.2f}x"
+            ratio = "" if method == "ours" or not (ours and rate) else ratio_text(ours, rate)
             runs = ", ".join([f"{s:.1f}" for s in r["wall_s"]] + ["failed"] * len(r.get("failed_runs", [])))
             lines.append(f"| {label} | {c['documents']:,} | {c['mb']:.1f} | {method} | "
                          f"{f'{rate:.1f}' if rate else '-'} | {runs} | {ratio} |")
@@ -231,17 +226,17 @@ def section(quick: bool, repeats: int | None = None) -> list[str]:
     """Run the benchmark in its own process; the markdown section for bench/RESULTS.md, its
     heading included. repeats: default 3, or 1 with quick."""
     repeats = repeats if repeats is not None else (1 if quick else 3)
-    argv = [sys.executable, str(Path(__file__).resolve()), "--repeats", str(repeats)] + (["--quick"] if quick else [])
-    result = subprocess.run(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    command = " ".join(["bench/pipeline_throughput.py", *argv[2:]])
+    script_args = ["--repeats", str(repeats)] + (["--quick"] if quick else [])
+    result = subprocess.run(module_command("pipeline_throughput", *script_args), cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    command = " ".join(["python -m bench.pipeline_throughput", *script_args])
     header = ["## 4. Whole pipeline: documents per second per core, raw input to written outputs", ""]
     if result.returncode != 0:
         return header + [f"`{command}` failed (exit {result.returncode}); its messages went to stderr.", ""]
     report = json.loads(result.stdout)
-    load = lambda v: " / ".join(f"{x:.2f}" for x in v)  # noqa: E731
     lines = header + [
         f"`{command}` ({report['repeats']} repeats, interleaved; medians; {report['seconds']:.0f} s in all; "
-        f"load average {load(report['load_start'])} at its start, {load(report['load_end'])} at its end).",
+        f"load average {load_text(report['load_start'])} at its start, {load_text(report['load_end'])} at its end).",
         "",
         "Input: JSON Lines (`id`, `text`) of the two corpora above plus a near-copy of every tenth "
         "document (one sentence cut from its middle). **ours** = `jobs/dedupe.py` `main` in local[2] "

@@ -1,6 +1,6 @@
 """Benchmark: the whole job on skewed input (a template's pages, exact copies, a hot key).
 
-    .venv/bin/python bench/skew.py [--quick] [--n 1000000] [--timeout 600] [--driver-memory 4g]
+    .venv/bin/python -m bench.skew [--quick] [--n 1000000] [--timeout 600] [--driver-memory 4g]
                                    [--runs template:no-pairs,template:pairs,hot-key:no-pairs]
 
 Prints a JSON document on stdout (for bench/run_all.py) and a summary on stderr.
@@ -27,7 +27,7 @@ job's clusters/: the template's pages are clustered exactly as their connected c
 under "within 3 bits", computed here apart from the job (`template_components`: one
 component for the template; for the hot key, scipy on the graph of all pairs within 3 bits),
 and the copies are one cluster; the report's hot buckets are printed. For comparison, each scenario's distinct fingerprints also
-go through the one-level Spark SQL join alone (`join.sql_near_duplicate_pairs`, the join
+go through the one-level Spark SQL join alone (`bench/sql_join.py`'s `sql_near_duplicate_pairs`, the join
 before the two-level kernel; a self-join per table that expands every bucket into all its
 pairs), bounded by --sql-timeout.
 """
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import time
@@ -46,13 +45,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from bench.machine import load_average
+from bench.runners import CACHE, bench_session, cached_input, module_command, read_meta, run_bounded, write_documents
 
-from join_scale import run_bounded  # noqa: E402  (bench/join_scale.py)
-
-CACHE = ROOT / "build" / "bench-cache" / "skew"
+SKEW_CACHE = CACHE / "skew"
 TEMPLATE_PAGES = 100_000
 COPIES = 10_000
 HOT_KEY_FREE_BITS = 20
@@ -98,89 +94,69 @@ def make_input(scenario: str, n: int, seed: int = 7) -> Path:
     """documents.parquet for a scenario (cached); ids: template pages 0..99,999, copies next."""
     template_pages = min(TEMPLATE_PAGES, n // 10)
     copies = min(COPIES, n // 100)
-    folder = CACHE / f"{scenario}-n{n}-seed{seed}-v{FORMAT}"
-    path = folder / "documents.parquet"
-    if (folder / "meta.json").exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng([seed, n])
-    template, copy = rng.integers(0, 2**64, size=2, dtype=np.uint64)
-    if scenario == "template":
-        flips = np.zeros(template_pages, dtype=np.uint64)
-        one = np.uint64(1)
-        first = rng.integers(0, 64, size=template_pages).astype(np.uint64)
-        second = rng.integers(0, 64, size=template_pages).astype(np.uint64)
-        two = rng.random(template_pages) < 0.5
-        flips = (one << first) | np.where(two, one << second, np.uint64(0))
-        flips[0] = 0  # the template itself is one of its pages
-        pages = template ^ flips
-    else:
-        low = np.uint64((1 << HOT_KEY_FREE_BITS) - 1)
-        free = rng.choice(1 << HOT_KEY_FREE_BITS, size=template_pages, replace=False).astype(np.uint64)
-        pages = (template & ~low) | free
-    rest = rng.integers(0, 2**64, size=n - template_pages - copies, dtype=np.uint64)
-    fingerprints = np.concatenate([pages, np.full(copies, copy, dtype=np.uint64), rest]).view(np.int64)
-    ids = np.arange(n, dtype=np.int64)
-    order = rng.permutation(n)  # spread the hot rows over the input's partitions
-    pq.write_table(pa.table({"id": ids[order], "fingerprint": fingerprints[order]}), path, row_group_size=1 << 20)
-    labels = template_components(pages, scenario)
-    pq.write_table(pa.table({"id": np.arange(template_pages, dtype=np.int64), "label": labels}),
-                   folder / "template_truth.parquet")
-    meta = {"scenario": scenario, "n": n, "template_pages": template_pages, "copies": copies,
-            "template_truth_components": int(labels.max() + 1),
-            "template_ids": [0, template_pages - 1], "copy_ids": [template_pages, template_pages + copies - 1],
-            "distinct_template_fingerprints": int(len(np.unique(pages)))}
-    (folder / "meta.json").write_text(json.dumps(meta, indent=1))
-    return folder
+
+    def build(folder: Path) -> dict:
+        rng = np.random.default_rng([seed, n])
+        template, copy = rng.integers(0, 2**64, size=2, dtype=np.uint64)
+        if scenario == "template":
+            one = np.uint64(1)
+            first = rng.integers(0, 64, size=template_pages).astype(np.uint64)
+            second = rng.integers(0, 64, size=template_pages).astype(np.uint64)
+            two = rng.random(template_pages) < 0.5
+            flips = (one << first) | np.where(two, one << second, np.uint64(0))
+            flips[0] = 0  # the template itself is one of its pages
+            pages = template ^ flips
+        else:
+            low = np.uint64((1 << HOT_KEY_FREE_BITS) - 1)
+            free = rng.choice(1 << HOT_KEY_FREE_BITS, size=template_pages, replace=False).astype(np.uint64)
+            pages = (template & ~low) | free
+        rest = rng.integers(0, 2**64, size=n - template_pages - copies, dtype=np.uint64)
+        fingerprints = np.concatenate([pages, np.full(copies, copy, dtype=np.uint64), rest]).view(np.int64)
+        write_documents(folder / "documents.parquet", fingerprints, rng)
+        labels = template_components(pages, scenario)
+        pq.write_table(pa.table({"id": np.arange(template_pages, dtype=np.int64), "label": labels}),
+                       folder / "template_truth.parquet")
+        return {"scenario": scenario, "n": n, "template_pages": template_pages, "copies": copies,
+                "template_truth_components": int(labels.max() + 1),
+                "template_ids": [0, template_pages - 1], "copy_ids": [template_pages, template_pages + copies - 1],
+                "distinct_template_fingerprints": int(len(np.unique(pages)))}
+
+    return cached_input(SKEW_CACHE / f"{scenario}-n{n}-seed{seed}-v{FORMAT}", build)
 
 
 def worker_session(name: str, driver_memory: str):
-    """The local[2] Spark session of a worker process (the job's or the SQL join's)."""
-    from simhash_udf.run.session import get_session
-
-    spark = get_session(name, master="local[2]", conf={
-        "spark.driver.memory": driver_memory,
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "16",
-    })
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    """The local[2] Spark session of a worker process (the job's, the SQL join's, and
+    bench/memory_bounds.py's baseline): the job's settings, 16 shuffle partitions."""
+    return bench_session(name, driver_memory, conf={"spark.sql.shuffle.partitions": "16"})
 
 
 def worker(args: argparse.Namespace) -> int:
     """Run jobs/dedupe.py's main in this process's Spark (local[2], bounded memory)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    import importlib.util
+    from jobs.dedupe import main as dedupe_main
 
-    spec = importlib.util.spec_from_file_location("dedupe_job", ROOT / "jobs" / "dedupe.py")
-    dedupe = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(dedupe)
     spark = worker_session("bench-skew", args.driver_memory)
     try:
-        return dedupe.main(args.job_args, spark)
+        return dedupe_main(args.job_args, spark)
     finally:
         spark.stop()
 
 
 def join_worker(args: argparse.Namespace) -> int:
     """Today's one-level SQL join alone on a scenario's distinct fingerprints; print a JSON line."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
 
+    from bench.sql_join import sql_near_duplicate_pairs
     from simhash_udf.core import bands
-    from simhash_udf.stages import join
 
     spark = worker_session("bench-skew-join", args.driver_memory)
     try:
         fps = spark.read.parquet(args.job_args[0]).select("fingerprint").distinct().cache()
         n = fps.count()
         plan = bands.choose_plan(n, 3)
-        sql_join = getattr(join, "sql_near_duplicate_pairs", None) or join.near_duplicate_pairs
         start = time.perf_counter()
-        pairs = sql_join(fps, plan).agg(F.count(F.lit(1)).alias("pairs")).first()["pairs"]
+        pairs = sql_near_duplicate_pairs(fps, plan).agg(F.count(F.lit(1)).alias("pairs")).first()["pairs"]
         print(json.dumps({"distinct": n, "blocks": plan.blocks, "pairs": pairs, "join_s": time.perf_counter() - start,
-                          "join": sql_join.__name__}))
+                          "join": sql_near_duplicate_pairs.__name__}))
     finally:
         spark.stop()
     return 0
@@ -188,8 +164,8 @@ def join_worker(args: argparse.Namespace) -> int:
 
 def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
     """`join_worker` in a fresh process, bounded by the timeout."""
-    command = [sys.executable, __file__, "--join-worker", "--driver-memory", memory, "--",
-               str(folder / "documents.parquet")]
+    command = module_command("skew", "--join-worker", "--driver-memory", memory, "--",
+                             str(folder / "documents.parquet"))
     result, stdout = run_bounded(command, timeout)
     if "status" in result:
         return result
@@ -204,7 +180,7 @@ def run_job(folder: Path, pairs: bool, memory: str, timeout: float) -> dict:
                 "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING"]
     if not pairs:
         job_args.append("--no-pairs")
-    command = [sys.executable, __file__, "--worker", "--driver-memory", memory, "--", *job_args]
+    command = module_command("skew", "--worker", "--driver-memory", memory, "--", *job_args)
     result, stdout = run_bounded(command, timeout)
     if "status" in result:
         return result
@@ -215,7 +191,7 @@ def run_job(folder: Path, pairs: bool, memory: str, timeout: float) -> dict:
 
 def check(folder: Path, output: Path) -> dict:
     """The template's pages and the copies, each in one cluster? What the report says."""
-    meta = json.loads((folder / "meta.json").read_text())
+    meta = read_meta(folder)
     clusters = pq.read_table(output / "clusters", columns=["id", "cluster_id"]).to_pandas()
     lo, hi = meta["template_ids"]
     template = clusters[(clusters["id"] >= lo) & (clusters["id"] <= hi)]
@@ -266,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         return join_worker(args)
     n = args.n or (100_000 if args.quick else 1_000_000)
     report: dict = {"n": n, "timeout_s": args.timeout, "sql_timeout_s": args.sql_timeout, "driver_memory": args.driver_memory,
-                    "load_start": os.getloadavg(), "runs": []}
+                    "load_start": load_average(), "runs": []}
     started = time.perf_counter()
     runs: dict[str, list[bool]] = {}
     for item in args.runs.split(","):
@@ -276,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.setdefault(scenario, []).append(mode == "pairs")
     for scenario, modes in runs.items():
         folder = make_input(scenario, n)
-        meta = json.loads((folder / "meta.json").read_text())
+        meta = read_meta(folder)
         for pairs in modes:
             result = run_job(folder, pairs, args.driver_memory, args.timeout)
             result.update(scenario=scenario, pairs=pairs, input=meta)
@@ -293,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skew: {scenario}, today's SQL join alone: {result['status']}, {result['wall_s']:.0f} s "
                   f"(join {result.get('join_s', float('nan')):.0f} s), {result.get('pairs')} pairs", file=sys.stderr)
     report["seconds"] = time.perf_counter() - started
-    report["load_end"] = os.getloadavg()
+    report["load_end"] = load_average()
     print(json.dumps(report, indent=1))
     return 0
 
