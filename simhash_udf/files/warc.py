@@ -364,35 +364,3 @@ def split_records(frame: DataFrame) -> Records:
     skipped = sorted((r[FILE_COLUMN], ARC_REASON) for r in problems if r[SKIP_COLUMN] == ARC_FILE)
     documents = frame.where(F.col(SKIP_COLUMN).isNull()).drop(*HELPER_COLUMNS)
     return Records(documents, counts, damaged, skipped)
-
-
-def write_records(path: str, records: Iterable[tuple[str, str, str, bytes]], gzipped: bool | None = None) -> int:
-    """Write WARC records with FastWARC (tests, benchmarks): each (WARC-Type, target URI,
-    WARC-Date, block), the block of a `response` being the HTTP message (status line,
-    headers, body). One gzip member per record when `gzipped` (default: by the `.gz` name).
-    Returns the number of records written."""
-    import uuid
-
-    from fastwarc.stream_io import GzipWriter
-    from fastwarc.warc import WarcRecord, WarcRecordType
-
-    gzipped = path.endswith(".gz") if gzipped is None else gzipped
-    n = 0
-    with open(path, "wb") as raw:
-        for kind, url, date, block in records:
-            out = GzipWriter(raw) if gzipped else raw
-            record = WarcRecord()
-            record.init_headers(record_type=getattr(WarcRecordType, kind), record_urn=f"uuid:{uuid.uuid4()}".encode())
-            record.headers["WARC-Target-URI"] = url
-            record.headers["WARC-Date"] = date
-            if kind in ("response", "request", "revisit"):
-                message = "request" if kind == "request" else "response"
-                record.headers["Content-Type"] = f"application/http; msgtype={message}"
-            elif kind == "conversion":
-                record.headers["Content-Type"] = "text/plain"
-            record.set_bytes_content(block)
-            record.write(out)
-            if gzipped:
-                out.close()
-            n += 1
-    return n

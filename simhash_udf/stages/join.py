@@ -5,14 +5,13 @@ Hamming distance k, exactly once, found without comparing all pairs (see :mod:`b
 
 `band_join` is the job's join, in two levels. Level 1 in Spark: each fingerprint is sent once
 per table of the plan to the partition of its (table, key); only (table, fingerprint) is
-shuffled, the key is recomputed where needed. Level 2 in numpy (`join_kernel.join_partition`,
+shuffled, the key is recomputed where needed. Level 2 in numpy (`pair_kernel.join_partition`,
 with `mapInArrow` over each whole partition): inside a bucket, sub-blocks of the remaining
 bits narrow the candidates further, pairs are verified by popcount and emitted once by their
 canonical table and sub-block, and hot runs are summarised. `near_duplicate_pairs` is the same
-join with every pair listed (no summaries); `sql_near_duplicate_pairs` the earlier pure Spark
-SQL join (a self-join per table, verified by `bit_count`), kept as the benchmarks' reference;
-`band_keys`, `candidate_pairs` and `_is_canonical` are its parts, which the index and
-explore.py use.
+join with every pair listed (no summaries); `band_keys`, `candidate_pairs` and `_is_canonical`
+are the parts of the earlier pure Spark SQL join (bench/sql_join.py, the benchmarks'
+reference), which the index and explore.py use.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from simhash_udf.core import join_kernel
+from simhash_udf.core import hot_runs, pair_kernel
 from simhash_udf.core.bands import ROWS_PER_PARTITION, BandPlan, to_signed
 
 
@@ -91,28 +90,6 @@ def candidate_pairs(fingerprints: DataFrame, plan: BandPlan) -> DataFrame:
     )
 
 
-def sql_near_duplicate_pairs(fingerprints: DataFrame, plan: BandPlan) -> DataFrame:
-    """Every pair of distinct fingerprints within `plan.k` bits, once each, by the SQL join.
-
-    Input columns: `fingerprint` (long, distinct). Output columns: `fp_a` < `fp_b` (long),
-    `distance` (int, 1..k). The Hamming check is `bit_count(a ^ b)` in Spark SQL. Its
-    candidates are all pairs sharing a table's key, C(n, 2) / 2^key bits per table: the
-    earlier join, kept as the reference `band_join` is measured against.
-    """
-    if plan.k == 0:
-        # Distinct fingerprints are never at distance 0: there is nothing to join.
-        spark = fingerprints.sparkSession
-        return spark.createDataFrame([], "fp_a long, fp_b long, distance int")
-    pairs = candidate_pairs(fingerprints, plan)
-    differing = F.col("fp_a").bitwiseXOR(F.col("fp_b"))
-    distance = F.bit_count(differing).cast("int")
-    return (
-        pairs.where(distance <= plan.k)
-        .where(_is_canonical(F.col("table"), differing, plan))
-        .select("fp_a", "fp_b", distance.alias("distance"))
-    )
-
-
 def bucket_sizes(fingerprints: DataFrame, plan: BandPlan) -> DataFrame:
     """Band buckets with more than one member: `table` (int), `key` (long), `size` (long).
 
@@ -145,7 +122,7 @@ def _partitions(spark: Any, rows: int) -> int:
 
 
 def _kernel_batches(
-    batches: Iterator[pa.RecordBatch], kernel_plan: join_kernel.KernelPlan, hot_run_size: int | None
+    batches: Iterator[pa.RecordBatch], kernel_plan: pair_kernel.KernelPlan, hot_run_size: int | None
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: a whole partition's (table, fingerprint[, checked]) rows in, its
     pairs and counts out (`BAND_JOIN_SCHEMA`)."""
@@ -161,7 +138,7 @@ def _kernel_batches(
     else:
         tables, fps = np.empty(0, np.int32), np.empty(0, np.int64)
     del collected
-    out = join_kernel.join_partition(tables, fps, kernel_plan, hot_run_size, checked)
+    out = pair_kernel.join_partition(tables, fps, kernel_plan, hot_run_size, checked)
     n_pairs = len(out.fp_a)
     kinds = np.where(out.summarised, SUMMARY_EDGE, PAIR).astype(np.int8)
     empty_long = pa.nulls(n_pairs, pa.int64())
@@ -219,14 +196,14 @@ def band_join(
     fingerprints: DataFrame,
     plan: BandPlan,
     n: int | None = None,
-    hot_run_size: int | None = join_kernel.HOT_RUN_SIZE,
+    hot_run_size: int | None = hot_runs.HOT_RUN_SIZE,
 ) -> DataFrame:
     """The two-level band join: pairs, summary edges of hot runs and the join's counts.
 
     fingerprints: `fingerprint` (long, distinct) and optionally `checked` (bool: the
     short-text check looks at the fingerprint's pairs, `verify.checked_fingerprints`; a hot
     run lists every pair of such members instead of summarising it). n: their number when
-    known (it sets the partitions). hot_run_size: see `join_kernel.join_partition` (None:
+    known (it sets the partitions). hot_run_size: see `pair_kernel.join_partition` (None:
     list every pair).
     Returns `BAND_JOIN_SCHEMA` rows of four kinds (`kind`):
     PAIR: `fp_a` < `fp_b`, `distance` (1..k): a pair within k, from its canonical table and
@@ -255,7 +232,7 @@ def band_join(
     # Partition by (table, key) without shuffling the key: two rows of one bucket meet.
     key = fp.bitwiseAND(F.element_at(masks, table + 1))
     shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), table, key)
-    kernel_plan = join_kernel.KernelPlan.of(plan)
+    kernel_plan = pair_kernel.KernelPlan.of(plan)
     names = ["table", "fingerprint"] + (["checked"] if "checked" in fingerprints.columns else [])
     return shuffled.select(*names).mapInArrow(
         lambda batches: _kernel_batches(batches, kernel_plan, hot_run_size), BAND_JOIN_SCHEMA
@@ -285,7 +262,7 @@ def join_stats(
     plan: BandPlan,
     n: int,
     hot_listed: int = 10,
-    hot_run_size: int | None = join_kernel.HOT_RUN_SIZE,
+    hot_run_size: int | None = hot_runs.HOT_RUN_SIZE,
 ) -> dict[str, Any]:
     """The counts of a `band_join` (one small read of its stats rows).
 

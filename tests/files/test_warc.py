@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from generators import write_warc_records
 from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
 from simhash_udf.files import encoding, warc
@@ -70,7 +71,7 @@ def http_response(body: bytes, content_type: str = "text/html; charset=utf-8", s
 
 
 def synthetic_pages(n: int, seed: str) -> list[tuple[str, str, str, bytes]]:
-    """n different HTML pages of a few sentences each, as `warc.write_records` takes them."""
+    """n different HTML pages of a few sentences each, as `generators.write_warc_records` takes them."""
     words = ["river", "market", "council", "winter", "harbour", "garden", "station", "library", "bridge", "festival",
              "orchard", "museum", "factory", "island", "forest", "valley", "theatre", "airport", "school", "castle"]
     records = []
@@ -148,11 +149,11 @@ def test_damaged_files_beside_good_ones_lose_no_good_record(spark, shared_data, 
     crawl = tmp_path / "crawl"
     crawl.mkdir()
     whole = crawl / "whole.warc.gz"
-    warc.write_records(str(whole), synthetic_pages(12, "whole"))
+    write_warc_records(whole, synthetic_pages(12, "whole"))
     expected = {i for r, i, _, _ in member_spans(whole) if r == "document"}
 
     cut_source = tmp_path / "cut-source.warc.gz"
-    warc.write_records(str(cut_source), synthetic_pages(12, "cut"))
+    write_warc_records(cut_source, synthetic_pages(12, "cut"))
     data = cut_source.read_bytes()
     # In the middle of the member at three fifths of the file (not in its last bytes, which
     # hold no payload: see test_every_cut_keeps_the_records_before_it_and_is_named).
@@ -162,7 +163,7 @@ def test_damaged_files_beside_good_ones_lose_no_good_record(spark, shared_data, 
     expected |= {i for r, i, _, end in member_spans(cut_source) if r == "document" and end <= cut}
 
     garbled_source = tmp_path / "garbled-source.warc.gz"
-    warc.write_records(str(garbled_source), synthetic_pages(12, "garbled"))
+    write_warc_records(garbled_source, synthetic_pages(12, "garbled"))
     spans = member_spans(garbled_source)
     hit = [s for s in spans if s[0] == "document"][5]  # garbage in the middle of the 6th page
     middle = (hit[2] + hit[3]) // 2
@@ -202,7 +203,7 @@ def test_wet_input_plain_text_documents(spark, dedupe_main, tmp_path):
     records += [("conversion", f"http://w.example/{i}", f"2024-03-0{i + 1}T00:00:00Z", t.encode())
                 for i, t in enumerate([text, text, other])]
     path = tmp_path / "crawl.warc.wet.gz"
-    warc.write_records(str(path), records)
+    write_warc_records(path, records)
     report = run_job(dedupe_main, spark, path, tmp_path / "out")
     assert report["records"]["by_reason"] == {"document": 3, "warcinfo_record": 1}
     clusters = {r["url"]: r for r in spark.read.parquet(str(tmp_path / "out" / "clusters")).collect()}
@@ -250,7 +251,7 @@ def test_chinese_pages_decode_from_header_meta_or_detection(shared_data, tmp_pat
         url = f"http://{name}.example/{variant}"
         records.append(("response", url, "2024-03-01T00:00:00Z", http_response(raw, content_type)))
     path = tmp_path / "chinese.warc.gz"
-    warc.write_records(str(path), records)
+    write_warc_records(path, records)
     rows = [r for r in warc.read_file(str(path), "warc") if r[warc.SCHEMA.fieldNames().index(warc.SKIP_COLUMN)] is None]
     assert len(rows) == len(pages)
     names = warc.SCHEMA.fieldNames()
@@ -293,7 +294,7 @@ def test_pages_with_bytes_invalid_in_their_charset_are_read_and_flagged(tmp_path
         for i, (charset, body) in enumerate(pages)
     ]
     path = tmp_path / "bad-bytes.warc"
-    warc.write_records(str(path), records)
+    write_warc_records(path, records)
     rows = [dict(zip(warc.SCHEMA.fieldNames(), row)) for row in warc.read_file(str(path), "warc")]
     assert [r["url"] for r in rows] == [url for _, url, _, _ in records]
 
@@ -323,7 +324,7 @@ def test_chinese_encodings_through_the_job(spark, shared_data, dedupe_main, tmp_
         url = f"http://{name}.example/{variant}"
         records.append(("response", url, "2024-03-01T00:00:00Z", http_response(raw, content_type)))
     path = tmp_path / "chinese.warc"
-    warc.write_records(str(path), records)
+    write_warc_records(path, records)
     run_job(dedupe_main, spark, path, tmp_path / "out", "--extract", "all")
     clusters = spark.read.parquet(str(tmp_path / "out" / "clusters")).collect()
     by_site = {}
@@ -345,7 +346,7 @@ def test_every_cut_keeps_the_records_before_it_and_is_named(tmp_path, suffix):
     cut (warcio's offsets in the whole file) are read, and the cut is reported unless only
     blank bytes after the last whole record were lost."""
     whole = tmp_path / f"whole{suffix}"
-    warc.write_records(str(whole), synthetic_pages(6, "cut"))
+    write_warc_records(whole, synthetic_pages(6, "cut"))
     spans = member_spans(whole)
     with open(whole, "rb") as stream:
         pages = {r.rec_headers.get_header("WARC-Record-ID"): r.content_stream().read().decode()
@@ -372,7 +373,7 @@ def test_garbage_inside_a_plain_warc_loses_only_the_record_it_hits(tmp_path):
     """Bytes overwritten in the middle of one record of a plain WARC: the reader resumes at the
     next `WARC/1.` line; every other document is read."""
     whole = tmp_path / "whole.warc"
-    warc.write_records(str(whole), synthetic_pages(8, "garbage"))
+    write_warc_records(whole, synthetic_pages(8, "garbage"))
     spans = member_spans(whole)
     hit = [s for s in spans if s[0] == "document"][3]
     data = bytearray(whole.read_bytes())
@@ -396,7 +397,7 @@ def test_a_file_is_streamed_not_loaded(tmp_path):
 
     body = http_response(page("big", "word " * 20_000))  # ~100 kB a page
     path = tmp_path / "big.warc"
-    warc.write_records(str(path), [("response", f"http://big.example/{i}", "2024-03-01T00:00:00Z", body)
+    write_warc_records(path, [("response", f"http://big.example/{i}", "2024-03-01T00:00:00Z", body)
                                    for i in range(1200)])
     size_mb = path.stat().st_size / 2**20
     assert size_mb > 100

@@ -21,9 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from generators import PARAGRAPH
+from generators import PARAGRAPH, write_warc_records
 
-from simhash_udf.files import warc
 
 pytestmark = pytest.mark.spark
 
@@ -131,7 +130,7 @@ def warc_case(folder: Path) -> Case:
         head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset={charset}\r\nContent-Length: {len(body)}\r\n\r\n"
         records.append(("response", f"http://w.example/{i}", "2024-03-01T00:00:00Z", head.encode() + body))
     path = folder / "crawl.warc.gz"
-    warc.write_records(str(path), records)
+    write_warc_records(path, records)
     invalid = sum(not valid(body, charset) for charset, body in pages)
     return Case(path, [], {f"http://w.example/{i}": None for i in range(len(pages))}, invalid=invalid)
 

@@ -16,7 +16,7 @@ import pytest
 from generators import near_centre
 from pyspark.sql import functions as F
 
-from simhash_udf.core import bands, join_kernel
+from simhash_udf.core import bands, hot_runs
 from simhash_udf.stages import join
 
 pytestmark = pytest.mark.spark
@@ -270,13 +270,6 @@ def test_band_join_pairs_and_its_own_counts(data, k, blocks):
     assert stats["largest_bucket"] == largest
 
 
-def test_sql_join_is_still_exact(data):
-    """The earlier SQL join, kept as the benchmarks' reference, still equals brute force."""
-    values, expected_all, frame = data
-    got = [(r.fp_a, r.fp_b, r.distance) for r in join.sql_near_duplicate_pairs(frame, bands.choose_plan(len(values), 3, 5)).collect()]
-    _assert_same_pairs(got, [p for p in expected_all if p[2] <= 3])
-
-
 def _hot_members(seed: int, size: int) -> np.ndarray:
     """`size` fingerprints near one centre (`generators.near_centre`), sorted: one run of all
     of them in the tables of BandPlan(3, 4) that keep the high blocks."""
@@ -299,7 +292,7 @@ def test_join_stats_report_the_hot_threshold_used(spark):
             assert stats["summarised_runs"] == 0
     joined = join.band_join(frame, plan, len(values)).localCheckpoint()
     stats = join.join_stats(joined, plan, len(values))
-    assert stats["hot_run_size"] == join_kernel.HOT_RUN_SIZE and stats["summarised_runs"] == 0
+    assert stats["hot_run_size"] == hot_runs.HOT_RUN_SIZE and stats["summarised_runs"] == 0
 
 
 def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark):
