@@ -40,7 +40,7 @@ def test_k_out_of_range(k: int) -> None:
 
 @pytest.mark.parametrize("k", [0, 1, 3, MAX_K])
 def test_k_in_range(k: int) -> None:
-    assert DedupeConfig(k=k).k == k
+    DedupeConfig(k=k)  # accepted: no ConfigError (the refused neighbours are above)
 
 
 @pytest.mark.parametrize(("k", "blocks"), [(3, 3), (3, 2), (0, 0), (5, 1), (3, 65), (3, -4)])
@@ -52,7 +52,7 @@ def test_blocks_must_exceed_k_and_fit_in_64_bits(k: int, blocks: int) -> None:
 
 @pytest.mark.parametrize(("k", "blocks"), [(3, 4), (3, 31), (1, 64), (0, 64), (0, 1), (MAX_K, MAX_K + 1)])
 def test_valid_blocks(k: int, blocks: int) -> None:
-    assert DedupeConfig(k=k, blocks=blocks).blocks == blocks
+    DedupeConfig(k=k, blocks=blocks)  # accepted: no ConfigError
 
 
 @pytest.mark.parametrize(("k", "blocks"), [(3, 64), (3, 33), (6, 40), (MAX_K, 64)])
@@ -65,15 +65,15 @@ def test_blocks_that_make_too_many_tables_are_refused(k: int, blocks: int) -> No
 def test_keep_order_is_validated() -> None:
     with pytest.raises(ConfigError, match=r"^keep_order must"):
         DedupeConfig(keep_order="ascending")
-    assert DedupeConfig(keep_order="desc").keep_order == "desc"
+    DedupeConfig(keep_order="desc")  # the other documented order is accepted
 
 
 def test_keep_by_must_not_be_the_id_column() -> None:
     with pytest.raises(ConfigError, match=r"^keep_by"):
         DedupeConfig(id_col="url", keep_by="url")
     # Any other column is fine, including the default id name when the id is elsewhere.
-    assert DedupeConfig(id_col="url", keep_by="id").keep_by == "id"
-    assert DedupeConfig(keep_by="crawl_time").keep_by == "crawl_time"
+    DedupeConfig(id_col="url", keep_by="id")
+    DedupeConfig(keep_by="crawl_time")
 
 
 def test_id_col_must_not_be_empty() -> None:
@@ -84,7 +84,7 @@ def test_id_col_must_not_be_empty() -> None:
 def test_text_col_may_be_empty_only_with_precomputed_fingerprints() -> None:
     with pytest.raises(ConfigError, match=r"^text_col"):
         DedupeConfig(text_col="")
-    assert DedupeConfig(text_col="", fingerprint_col="fp").fingerprint_col == "fp"
+    DedupeConfig(text_col="", fingerprint_col="fp")  # accepted: no ConfigError
 
 
 def test_invalid_fingerprint_config_fails_before_the_dedupe_config() -> None:
@@ -104,7 +104,7 @@ def test_bad_tokenizer(tokenizer: str) -> None:
 
 @pytest.mark.parametrize("tokenizer", ["auto", "jieba", "word", "char"])
 def test_good_tokenizers(tokenizer: str) -> None:
-    assert FingerprintConfig(tokenizer=tokenizer).tokenizer == tokenizer
+    FingerprintConfig(tokenizer=tokenizer)  # accepted: no ConfigError
 
 
 @pytest.mark.parametrize("weighting", ["", "idf2", "TFIDF", "bm25"])
@@ -115,7 +115,7 @@ def test_bad_weighting(weighting: str) -> None:
 
 @pytest.mark.parametrize("weighting", ["tfidf", "tf", "binary", "idf", "logtfidf"])
 def test_good_weightings(weighting: str) -> None:
-    assert FingerprintConfig(weighting=weighting).weighting == weighting
+    FingerprintConfig(weighting=weighting)  # accepted: no ConfigError
 
 
 @pytest.mark.parametrize("ngram", [0, -1, 17])
@@ -127,7 +127,7 @@ def test_bad_ngram(ngram: int) -> None:
 
 @pytest.mark.parametrize("ngram", [1, 2, 16])
 def test_good_ngram(ngram: int) -> None:
-    assert FingerprintConfig(ngram=ngram).ngram == ngram
+    FingerprintConfig(ngram=ngram)  # accepted: no ConfigError (0 and 17 are refused above)
 
 
 @pytest.mark.parametrize(
@@ -139,5 +139,4 @@ def test_bad_sizes(field: str, value: int) -> None:
 
 
 def test_smallest_sizes_are_valid() -> None:
-    config = FingerprintConfig(min_features=1, max_chars=1)
-    assert (config.min_features, config.max_chars) == (1, 1)
+    FingerprintConfig(min_features=1, max_chars=1)  # accepted: no ConfigError (0 is refused above)
