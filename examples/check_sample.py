@@ -2,7 +2,7 @@
 
     .venv/bin/python examples/check_sample.py [sample.jsonl] [--k 3] [--min-gap 8] [--matrix]
 
-Every document is normalised (`simhash_udf.core.text.normalise`) and fingerprinted
+Every document is normalised (`simhash_udf.core.normalise.normalise`) and fingerprinted
 (`simhash_udf.core.fingerprint.fingerprints`, default `FingerprintConfig`), then every pair is
 compared with `hamming`. The labels hold when:
   - two documents of different groups are not equal after normalisation and, when both have a
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from simhash_udf.core.config import FingerprintConfig  # noqa: E402
 from simhash_udf.core.fingerprint import fingerprints, hamming  # noqa: E402
-from simhash_udf.core.text import normalise  # noqa: E402
+from simhash_udf.core.normalise import normalise  # noqa: E402
 
 KINDS = ("original", "exact_copy", "near_copy", "traditional_script", "distinct", "empty")
 FIELDS = ("id", "url", "lang", "group", "kind", "text")

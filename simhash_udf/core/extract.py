@@ -7,7 +7,7 @@ Pure functions, no Spark. Two modes:
   this; chosen against resiliparse, readability-lxml and trafilatura's default mode on 272
   real pages, see docs/extraction.md and ``bench/extractors.py``). Two pages of one site share their boilerplate; fingerprinting
   it would pull different articles of one site towards each other.
-- ``all``: every visible text node (:func:`simhash_udf.core.text.html_to_text`), what the job
+- ``all``: every visible text node (:func:`simhash_udf.core.html_text.html_to_text`), what the job
   did before ``--extract`` existed.
 
 Nothing is lost: when the main-content extractor finds nothing (or fails) on a page that
@@ -21,7 +21,7 @@ import logging
 from typing import NamedTuple
 
 from simhash_udf.core.config import EXTRACT_MODES
-from simhash_udf.core.text import html_to_text
+from simhash_udf.core.html_text import html_to_text
 
 # Pages larger than this are not given to the main-content extractor: its tree walk in
 # Python grows with the page, and a multi-megabyte page (a data dump, a generated list) is

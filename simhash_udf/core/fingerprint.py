@@ -27,7 +27,7 @@ import xxhash
 
 from simhash_udf.core.config import FingerprintConfig
 from simhash_udf.core.idf import idf, idfs
-from simhash_udf.core.text import ngrams, tokens
+from simhash_udf.core.tokens import ngrams, tokens
 
 # A feature is the UTF-8 of its tokens joined by the unit separator, which normalised text
 # never contains, so ("ab", "c") and ("a", "bc") cannot hash alike.

@@ -16,7 +16,7 @@ import math
 import warnings
 from collections.abc import Iterable
 
-from simhash_udf.core.text import _HAN, has_han
+from simhash_udf.core.normalise import HAN, has_han
 
 # wordfreq lists nothing rarer than ~1e-8; unknown words (names, typos, other languages'
 # words) weigh as a word seen once in 10 million.
@@ -60,7 +60,7 @@ def idfs(tokens: Iterable[str]) -> list[float]:
     path of `fingerprint.fingerprints` looks up every new feature of a batch)."""
     table, median = jieba_idf()
     frequencies = _english_frequencies()
-    han = _HAN.search
+    han = HAN.search
     rarest_idf = -math.log(_RAREST_FREQUENCY)
     out = []
     for token in tokens:

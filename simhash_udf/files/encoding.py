@@ -1,6 +1,8 @@
-"""Bytes of a crawled page -> str: which character encoding, and from where.
+"""Bytes -> str: UTF-8 input columns (`decode_utf8`), and a crawled page's character encoding.
 
-The order is a browser's (WHATWG HTML, "determining the character encoding"): a byte-order
+The text column reaches Python as UTF-8 bytes (`stages/udfs.normalised_text`): `decode_utf8`
+turns them to str and says whether any byte sequence was invalid. A WARC page's encoding is found
+in a browser's order (WHATWG HTML, "determining the character encoding"): a byte-order
 mark, then the HTTP `Content-Type` charset, then a `<meta charset>` or `<meta http-equiv=
 "Content-Type" content="...; charset=...">` in the first bytes of the page, then detection
 from the bytes themselves (uchardet, through resiliparse: chosen over charset-normalizer in
@@ -37,6 +39,19 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs
 _SUPERSETS = {"gbk": "gb18030", "gb2312": "gb18030", "big5": "big5hkscs"}
 # Detection reads this many bytes (half from each end of the page).
 _DETECT_BYTES = 64 * 1024
+
+
+def decode_utf8(raw: bytes | None) -> tuple[str | None, bool]:
+    """Decode bytes as UTF-8; invalid sequences become U+FFFD.
+
+    Returns (text, had_invalid_bytes); (None, False) for None.
+    """
+    if raw is None:
+        return None, False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), True
 
 
 def charset_label(label: str | bytes | None) -> str | None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from simhash_udf.core import join_kernel
+from simhash_udf.core import hot_runs
 from simhash_udf.core.bands import BandPlan
 from simhash_udf.stages import clusters, join
 from simhash_udf.stages.components import Materialise
@@ -75,14 +75,14 @@ def _summarise_bucket(
     """One hot bucket: batch fingerprints `new` and indexed ones `old` (uint64, distinct each).
 
     The bucket's members (both sides, a value once) are summarised by the self-join's kernel
-    (`join_kernel.summarise_run`): edges within k whose components equal those of all the
+    (`hot_runs.summarise_run`): edges within k whose components equal those of all the
     bucket's pairs within k. An edge with a batch end and an indexed end is a match; one
     between two indexed fingerprints a link; one between two batch-only fingerprints is left
     out (the batch's own self-join connects those). A value on both sides is a match at
     distance 0. Returns (matches as (new, old, distance), links, comparisons).
     """
     members = np.union1d(new, old)
-    a, b, d, comparisons = join_kernel.summarise_run(members, k)
+    a, b, d, comparisons = hot_runs.summarise_run(members, k)
     in_new_a, in_old_a = np.isin(a, new), np.isin(a, old)
     in_new_b, in_old_b = np.isin(b, new), np.isin(b, old)
     forward = in_new_a & in_old_b
@@ -134,7 +134,7 @@ def lookup(
     index_keys: DataFrame | None,
     plan: BandPlan,
     batch_rows: int | None = None,
-    hot_run_size: int | None = join_kernel.HOT_RUN_SIZE,
+    hot_run_size: int | None = hot_runs.HOT_RUN_SIZE,
     materialise: Materialise | None = None,
 ) -> Lookup:
     """Indexed fingerprints within k of each batch fingerprint, once per pair (see `Lookup`).

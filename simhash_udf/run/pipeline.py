@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf.core import bands, join_kernel
+from simhash_udf.core import bands, hot_runs
 from simhash_udf.core.config import DedupeConfig
 from simhash_udf.files import inputs, outputs, warc
 from simhash_udf.report import html_page
@@ -34,7 +34,7 @@ log = logging.getLogger("simhash_udf")
 
 # Buckets of the band join with more members than this are reported as hot (each one costs
 # size^2 / 2 candidate comparisons): the join's one hot threshold, not a second one.
-HOT_BUCKET_SIZE = join_kernel.HOT_RUN_SIZE
+HOT_BUCKET_SIZE = hot_runs.HOT_RUN_SIZE
 
 
 class DuplicateIdsError(inputs.InputError):

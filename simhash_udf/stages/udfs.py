@@ -16,7 +16,8 @@ from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, St
 from simhash_udf.core.config import FingerprintConfig
 from simhash_udf.core.extract import extract as extract_html
 from simhash_udf.core.fingerprint import fingerprints
-from simhash_udf.core.text import decode_utf8, normalise
+from simhash_udf.core.normalise import normalise
+from simhash_udf.files.encoding import decode_utf8
 
 NORMALISED_TYPE = StructType(
     [

@@ -44,7 +44,8 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import DoubleType
 
 from simhash_udf.core.config import ConfigError, VerifyConfig
-from simhash_udf.core.text import has_han, ngrams, normalise, word_tokens
+from simhash_udf.core.normalise import has_han, normalise
+from simhash_udf.core.tokens import ngrams, word_tokens
 
 # Word characters only: punctuation (，。！) and spaces are not content.
 _WORD_CHAR = re.compile(r"\w")

@@ -21,7 +21,8 @@ from simhash_udf.core import extract as extract_module
 from simhash_udf.core.config import ConfigError, DedupeConfig
 from simhash_udf.core.extract import extract, extract_text
 from simhash_udf.core.fingerprint import fingerprint, hamming
-from simhash_udf.core.text import html_to_text, normalise
+from simhash_udf.core.html_text import html_to_text
+from simhash_udf.core.normalise import normalise
 
 K = 3
 

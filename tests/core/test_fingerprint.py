@@ -27,7 +27,7 @@ from simhash_udf.core.fingerprint import (
     simhash_from_hashes,
     weighted_features,
 )
-from simhash_udf.core.text import normalise
+from simhash_udf.core.normalise import normalise
 
 ROOT = Path(__file__).resolve().parents[2]
 MASK64 = (1 << 64) - 1

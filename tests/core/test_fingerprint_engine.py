@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import simhash_udf.core.fingerprint as fp_module
 from simhash_udf.core.config import WEIGHTINGS, FingerprintConfig
 from simhash_udf.core.fingerprint import feature_hash, fingerprints, weighted_features
-from simhash_udf.core.text import normalise
+from simhash_udf.core.normalise import normalise
 
 ROOT = Path(__file__).resolve().parents[2]
 MASK64 = (1 << 64) - 1

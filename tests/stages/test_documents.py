@@ -8,7 +8,7 @@ import pytest
 
 from simhash_udf.core.config import DedupeConfig, FingerprintConfig
 from simhash_udf.core.fingerprint import fingerprint
-from simhash_udf.core.text import normalise
+from simhash_udf.core.normalise import normalise
 from simhash_udf.stages import documents
 
 pytestmark = pytest.mark.spark

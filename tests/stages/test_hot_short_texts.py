@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simhash_udf.core import join_kernel
+from simhash_udf.core import hot_runs
 from simhash_udf.core.config import FingerprintConfig, VerifyConfig
 from simhash_udf.core.fingerprint import fingerprints
-from simhash_udf.core.text import normalise
+from simhash_udf.core.normalise import normalise
 from simhash_udf.stages import verify
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -117,7 +117,7 @@ def test_a_hot_run_of_short_texts_clusters_as_the_checked_pairs_say(spark, dedup
     unsigned = np.unique(values.view(np.uint64))
     # The data is what it claims: distinct fingerprints equal outside bits 48..63, more of
     # them than the hot threshold, so one band run holds them all.
-    assert len(unsigned) == len(texts) > join_kernel.HOT_RUN_SIZE
+    assert len(unsigned) == len(texts) > hot_runs.HOT_RUN_SIZE
     assert len(np.unique(unsigned & ~np.uint64(VARYING))) == 1
 
     expected = _expected_clusters(texts)

@@ -18,7 +18,7 @@ import pytest
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from simhash_udf.core import join_kernel
+from simhash_udf.core import hot_runs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -93,7 +93,7 @@ def test_hot_bucket_and_exact_copies(spark, dedupe_main, tmp_path):
     report = json.loads((out / "report.json").read_text())
     j = report["join"]
     assert j["pairs_summarised"] is True and j["summarised_buckets"] >= 1
-    assert j["hot_buckets"] and all(b["size"] > join_kernel.HOT_RUN_SIZE for b in j["hot_buckets"])
+    assert j["hot_buckets"] and all(b["size"] > hot_runs.HOT_RUN_SIZE for b in j["hot_buckets"])
     assert {b["table"] for b in j["hot_buckets"]} == {2, 3}
     assert "summarised" in (out / "report.html").read_text()
 

@@ -11,7 +11,7 @@ import pytest
 
 from simhash_udf.core.config import ConfigError, VerifyConfig
 from simhash_udf.core.fingerprint import fingerprint, hamming
-from simhash_udf.core.text import normalise
+from simhash_udf.core.normalise import normalise
 from simhash_udf.stages.verify import is_checked, jaccard, keeps, parse_spec, shingles
 
 VOCAB = (

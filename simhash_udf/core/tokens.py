@@ -1,8 +1,7 @@
-"""Text before fingerprints: bytes to str, HTML to visible text, normalisation, tokens.
+"""Tokens of a normalised text: jieba's segmentation, words, characters, and their n-grams.
 
-Pure functions, no Spark. Heavy resources (OpenCC's dictionaries, jieba's prefix dictionary)
-are loaded once per Python process by cached loaders, so a UDF that calls these functions
-pickles cheaply and pays the loading cost once per worker, not per row.
+Pure functions, no Spark. jieba's prefix dictionary loads once per Python process (a cached
+loader), so a UDF calling `tokens` pickles cheaply and pays the loading once per worker.
 """
 
 from __future__ import annotations
@@ -11,18 +10,16 @@ import functools
 import importlib.resources
 import logging
 import re
-import unicodedata
 import warnings
 from collections.abc import Iterable
 from typing import Any
+
+from simhash_udf.core.normalise import HAN
 
 # A token is kept as a feature only if it holds a letter or digit of some script:
 # punctuation and spaces that the segmenters return as tokens carry no content.
 _HAS_WORD_CHAR = re.compile(r"\w")
 _WORDS = re.compile(r"\w+")
-# Han ideographs (CJK Unified Ideographs and Extension A): what jieba segments.
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 # jieba segments runs of U+4E00-U+9FD5 only (its `re_han_default`, less the Latin letters and
 # digits our Han runs never hold) and yields every other Han character on its own; rjieba
 # (jieba-rs) segments a wider range. Handing the segmenter these runs, and taking the other
@@ -31,125 +28,6 @@ _SEGMENTED_RUN = re.compile(r"[\u4e00-\u9fd5]+")
 # Everything the `auto` tokenizer takes without a segmenter: one Han character outside
 # jieba's range, or a run of word characters that are not Han.
 _UNSEGMENTED_TOKEN = re.compile(r"[\u3400-\u4dbf\u9fd6-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
-# Characters NFKC leaves alone and that never compose with a character before them (ASCII,
-# CJK unified ideographs): a string can be cut before any of them and normalised piece by
-# piece. Cut after a Han character too (nothing composes with one); keep one ASCII
-# character before a run of others, since `e` + U+0301 composes to `é`.
-_NFKC_UNSAFE = re.compile(r"[\x00-\x7f]?[^\x00-\x7f\u4e00-\u9fff]+")
-# Elements whose content is never visible text. `title` and `meta` are listed because a
-# parser may move them into the body when the head closes early (a stray element in it).
-_INVISIBLE_TAGS = "script, style, noscript, template, head, title, meta, link, svg, iframe, object"
-# Elements that start a new line of text in a browser: their boundaries separate words,
-# while inline elements (b, i, span, a, ...) do not (`<b>T</b>his` reads "This").
-_BLOCK_TAGS = (
-    "address, article, aside, blockquote, br, caption, dd, details, dialog, div, dl, dt, "
-    "fieldset, figcaption, figure, footer, form, h1, h2, h3, h4, h5, h6, header, hr, li, "
-    "main, nav, ol, option, p, pre, section, summary, table, td, th, tr, ul"
-)
-# Browsers run with scripting on, where <noscript> content is raw text that is never shown;
-# lexbor parses as if scripting were off, which can spill that content into the page (and
-# close <head> early). Removing the elements before parsing reproduces what a browser shows.
-_NOSCRIPT = re.compile(r"<noscript\b.*?(?:</noscript\s*>|$)", re.IGNORECASE | re.DOTALL)
-
-
-def decode_utf8(raw: bytes | None) -> tuple[str | None, bool]:
-    """Decode bytes as UTF-8; invalid sequences become U+FFFD.
-
-    Returns (text, had_invalid_bytes); (None, False) for None.
-    """
-    if raw is None:
-        return None, False
-    try:
-        return raw.decode("utf-8"), False
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", errors="replace"), True
-
-
-def html_to_text(html: str) -> str:
-    """Visible text of an HTML document or fragment, parsed with lexbor (HTML5).
-
-    Scripts, styles and other invisible elements are dropped, entities are decoded, and block
-    boundaries become spaces (so words on either side of a paragraph break do not run
-    together) while inline tags join their text as a browser shows it.
-    """
-    from selectolax.lexbor import LexborHTMLParser
-
-    tree = LexborHTMLParser(_NOSCRIPT.sub(" ", html))
-    for node in tree.css(_INVISIBLE_TAGS):
-        node.decompose()
-    root = tree.body if tree.body is not None else tree.root
-    if root is None:
-        return ""
-    for node in root.css(_BLOCK_TAGS):
-        node.insert_before(" ")
-        node.insert_after(" ")
-    return root.text(separator="", strip=False)
-
-
-@functools.cache
-def _opencc_t2s() -> Any:
-    import opencc
-
-    return opencc.OpenCC("t2s")
-
-
-def _to_simplified(text: str) -> str:
-    """OpenCC t2s until the text stops changing.
-
-    One pass is not always a fixed point (乾清宮 -> 乾清宫 -> 干清宫: the phrase table fires on
-    the first pass, the character table on the second), and a Simplified page must meet its
-    Traditional copy whichever form each started in.
-    """
-    converter = _opencc_t2s()
-    for _ in range(4):
-        converted = converter.convert(text)
-        if converted == text:
-            break
-        text = converted
-    return text
-
-
-def _nfkc_piece(match: re.Match[str]) -> str:
-    return unicodedata.normalize("NFKC", match.group())
-
-
-def nfkc(text: str) -> str:
-    """`unicodedata.normalize("NFKC", text)`, faster on Chinese text.
-
-    CPython decomposes and recomposes every character of a string that is not already
-    normalised (one full-width comma is enough), ~80 ns a character. ASCII and Han
-    characters are left as they are and cut the string into pieces that normalise
-    independently (see `_NFKC_UNSAFE`), so only the other runs go through `normalize`.
-    """
-    if unicodedata.is_normalized("NFKC", text):
-        return text
-    return _NFKC_UNSAFE.sub(_nfkc_piece, text)
-
-
-def normalise(text: str) -> str:
-    """The form two texts are compared in.
-
-    NFKC (full-width forms, ligatures and compatibility characters fold to their plain
-    form), Traditional to Simplified Chinese (OpenCC `t2s`, so one page in both scripts
-    matches), case folding, and every run of whitespace collapsed to one space.
-    """
-    if _HAN.search(text):
-        text = _to_simplified(nfkc(text))
-    else:
-        # Mostly-ASCII text: CPython's own NFKC is faster than cutting it into pieces. NFKC
-        # can make Han characters (compatibility ideographs, radicals), hence the second look.
-        normalised = unicodedata.normalize("NFKC", text)
-        if normalised is not text and _HAN.search(normalised):
-            normalised = _to_simplified(normalised)
-        text = normalised
-    # str.split() splits on exactly the characters `\s` matches in a str pattern
-    # (Py_UNICODE_ISSPACE), about three times faster than re.sub.
-    return " ".join(text.casefold().split())
-
-
-def has_han(text: str) -> bool:
-    """True when the text holds at least one Han ideograph."""
-    return _HAN.search(text) is not None
 
 
 @functools.cache
@@ -169,10 +47,6 @@ def _jieba_tokenizer() -> Any:
     tokenizer = jieba.Tokenizer(dictionary=str(dictionary))
     tokenizer.initialize()
     return tokenizer
-
-
-SEGMENTERS = ("rjieba", "jieba")
-
 
 def _segment(text: str, segmenter: str) -> list[str]:
     """The segmenter's tokens of a text (precise mode, HMM on), whitespace and punctuation
@@ -224,7 +98,7 @@ def mixed_tokens(text: str, segmenter: str = "rjieba", ordered: bool = True) -> 
     another order (the segmented runs' tokens after the others), from one segmenter call
     for the whole text instead of one per run: what a bag of words (n-grams of 1) needs.
     """
-    if not _HAN.search(text):  # the common case outside Chinese: one simpler regex
+    if not HAN.search(text):  # the common case outside Chinese: one simpler regex
         return word_tokens(text)
     if not ordered:
         runs = _SEGMENTED_RUN.findall(text)

