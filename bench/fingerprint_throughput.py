@@ -1,6 +1,6 @@
 """Benchmark: fingerprint throughput, MB of text per second per core, ours against baselines.
 
-    .venv/bin/python bench/fingerprint_throughput.py [--quick] [--repeats 3] [--no-spark]
+    .venv/bin/python -m bench.fingerprint_throughput [--quick] [--repeats 3] [--no-spark]
 
 Prints a JSON document (for bench/run_all.py, which writes bench/RESULTS.md). Corpora: see
 bench/corpora.py. MB = 10^6 bytes of UTF-8.
@@ -39,27 +39,23 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import pandas as pd  # module level: pandas_udf resolves the type hints here
 
-import pandas as pd  # noqa: E402  (module level: pandas_udf resolves the type hints here)
-from corpora import Corpus, CorpusError, peoples_daily, python_doc_html  # noqa: E402
-from recipe import recipe_simhashes  # noqa: E402
-
-from simhash_udf.core.config import FingerprintConfig  # noqa: E402
-from simhash_udf.core.fingerprint import fingerprints  # noqa: E402
-from simhash_udf.core.html_text import html_to_text  # noqa: E402
-from simhash_udf.core.normalise import normalise  # noqa: E402
-from simhash_udf.core.tokens import _jieba_tokenizer, mixed_tokens, tokens  # noqa: E402
+from bench.corpora import Corpus, CorpusError, peoples_daily, python_doc_html
+from bench.machine import load_average
+from bench.recipe import recipe_simhashes
+from bench.runners import ROOT, bench_session, interleaved
+from simhash_udf.core.config import FingerprintConfig
+from simhash_udf.core.fingerprint import fingerprints
+from simhash_udf.core.html_text import html_to_text
+from simhash_udf.core.normalise import normalise
+from simhash_udf.core.tokens import _jieba_tokenizer, mixed_tokens, tokens
 
 CONFIG = FingerprintConfig()
 JIEBA_CONFIG = FingerprintConfig(segmenter="jieba")
@@ -136,21 +132,16 @@ def time_methods(
     """Wall and CPU seconds of each method over all texts, `repeats` times, interleaved."""
     for fn in methods.values():  # load dictionaries and tables outside the timings
         fn(texts[:2])
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in methods}
-    for _ in range(repeats):
-        for name, fn in methods.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            fn(texts)
-            runs[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    runs = interleaved({name: (lambda fn=fn: fn(texts)) for name, fn in methods.items()}, repeats)
     mb = _mb(texts)
     out = {}
-    for name, pairs in runs.items():
-        wall = statistics.median(w for w, _ in pairs)
-        cpu = statistics.median(c for _, c in pairs)
+    for name, r in runs.items():
+        wall = statistics.median(r.wall_s)
+        cpu = statistics.median(r.cpu_s)
         out[name] = {
             "mb": mb,
-            "wall_s": [round(w, 3) for w, _ in pairs],
-            "cpu_s": [round(c, 3) for _, c in pairs],
+            "wall_s": [round(w, 3) for w in r.wall_s],
+            "cpu_s": [round(c, 3) for c in r.cpu_s],
             "mb_per_s": mb / wall,
             "mb_per_cpu_s": mb / cpu if cpu else None,
         }
@@ -199,26 +190,15 @@ def token_equality(texts: list[str], han_runs_only: bool = False) -> dict:
 
 def spark_stage(corpora: list[Corpus], repeats: int, memory: str) -> dict:
     """MB/s per core of the fingerprint stage on local[2], ours and the recipe as pandas UDFs."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
     from pyspark.sql.functions import pandas_udf
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-    from simhash_udf.run.session import get_session
     from simhash_udf.stages import udfs
 
-    spark = get_session(
-        "bench-fingerprint",
-        master=f"local[{SPARK_CORES}]",
-        conf={
-            "spark.driver.memory": memory,
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "8",
-        },
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    # The recipe UDF imports bench/recipe.py on the workers.
+    spark = bench_session("bench-fingerprint", memory, master=f"local[{SPARK_CORES}]",
+                          conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"})
+    # The recipe UDF imports bench/recipe.py as `recipe` on the workers.
     spark.sparkContext.addPyFile(str(ROOT / "bench" / "recipe.py"))
     schema = StructType([StructField("raw", BinaryType())])
     results = {}
@@ -251,20 +231,19 @@ def spark_stage(corpora: list[Corpus], repeats: int, memory: str) -> dict:
             }
             for plan in plans.values():  # start the Python workers, load dictionaries
                 plan(df.limit(8)).write.format("noop").mode("overwrite").save()
-            runs: dict[str, list[float]] = {name: [] for name in plans}
-            for _ in range(repeats):
-                for name, plan in plans.items():
-                    start = time.perf_counter()
-                    plan(df).write.format("noop").mode("overwrite").save()
-                    runs[name].append(time.perf_counter() - start)
+            runs = interleaved(
+                {name: (lambda plan=plan: plan(df).write.format("noop").mode("overwrite").save())
+                 for name, plan in plans.items()},
+                repeats,
+            )
             mb = corpus.n_bytes / 1e6
             results[corpus.name] = {
                 name: {
                     "mb": mb,
-                    "wall_s": [round(s, 3) for s in secs],
-                    "mb_per_s_per_core": mb / statistics.median(secs) / SPARK_CORES,
+                    "wall_s": [round(s, 3) for s in r.wall_s],
+                    "mb_per_s_per_core": mb / statistics.median(r.wall_s) / SPARK_CORES,
                 }
-                for name, secs in runs.items()
+                for name, r in runs.items()
             }
             df.unpersist()
     finally:
@@ -298,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     if zh_docs is not None:
         zh = Corpus(zh.name, zh.source, zh.html, zh.texts[:zh_docs])
 
-    report: dict = {"repeats": args.repeats, "load_start": os.getloadavg(), "corpora": {}}
+    report: dict = {"repeats": args.repeats, "load_start": load_average(), "corpora": {}}
     for corpus in (zh, en):
         report["corpora"][corpus.name] = {
             "source": corpus.source, "documents": len(corpus.texts), "mb": corpus.n_bytes / 1e6,
@@ -336,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_spark:
         report["spark"] = spark_stage([zh, en], args.repeats, args.spark_memory)
         print(f"spark done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    report["load_end"] = os.getloadavg()
+    report["load_end"] = load_average()
     report["seconds"] = time.perf_counter() - started
     json.dump(report, sys.stdout, indent=1)
     print()

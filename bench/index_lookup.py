@@ -1,7 +1,7 @@
 """Benchmark: a daily batch against a persistent index versus the self-join of everything.
 
-    .venv/bin/python bench/index_lookup.py                              # 100k against 2M (minutes)
-    .venv/bin/python bench/index_lookup.py --index-rows 10000000 --repeats 1   # 100k against 10M
+    .venv/bin/python -m bench.index_lookup                              # 100k against 1M (minutes)
+    .venv/bin/python -m bench.index_lookup --index-rows 10000000 --repeats 1   # 100k against 10M
 
 Builds an index of N random fingerprints (written with the job's own `index.write_segment`)
 with the plan a new index gets from the job: `bands.choose_index_plan` for --index-size (the
@@ -35,29 +35,25 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from simhash_udf.core import bands  # noqa: E402
+from bench.machine import load_average
+from bench.runners import ROOT, bench_session, timed_runs
+from bench.tables import seconds_list
+from simhash_udf.core import bands
 from simhash_udf.index import lookup
-from simhash_udf.index.store import IndexStore, Manifest, RunInfo, Segment, now_iso, write_segment  # noqa: E402
+from simhash_udf.index.store import IndexStore, Manifest, RunInfo, Segment, now_iso, write_segment
 from simhash_udf.stages import join
 
 
 def session(master: str, memory: str) -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("bench-index-lookup")
-        .config("spark.driver.memory", memory)
-        .config("spark.sql.shuffle.partitions", "16")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.autoBroadcastJoinThreshold", "-1")  # only the broadcasts we ask for
-        .getOrCreate()
+    """A plain Spark session (not the job's `get_session`), broadcasting only what is asked for."""
+    return bench_session(
+        "bench-index-lookup", memory, master=master, job_settings=False,
+        conf={
+            "spark.sql.shuffle.partitions": "16",
+            "spark.ui.enabled": "false",
+            "spark.sql.autoBroadcastJoinThreshold": "-1",  # only the broadcasts we ask for
+        },
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def random_fingerprints(spark: SparkSession, n: int, seed: int, start: int = 0):
@@ -103,15 +99,6 @@ def batch_fingerprints(spark: SparkSession, n_index: int, m: int, k: int):
     )
     new = random_fingerprints(spark, m - m // 2, seed=2, start=n_index).select("fingerprint")
     return near.unionByName(new).distinct()
-
-
-def timed(action, repeats: int) -> list[float]:
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        seconds.append(time.perf_counter() - start)
-    return seconds
 
 
 def folder_bytes(path: Path) -> int:
@@ -175,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             stats = join.join_stats(joined, self_plan, n_all)
             join.join_pairs(joined, stats["summarised_runs"] > 0).write.format("noop").mode("overwrite").save()
 
-        lookup_s = timed(run_lookup, args.repeats)
-        self_s = timed(self_join, args.repeats)
+        lookup_s = timed_runs(run_lookup, args.repeats)
+        self_s = timed_runs(self_join, args.repeats)
         found = lookup.lookup(batch, keys, plan, m_distinct).matches.where("distance > 0").count()
         key_bytes, entry_bytes = folder_bytes(root / manifest.segments[0].folder / "keys"), folder_bytes(
             root / manifest.segments[0].folder / "entries"
@@ -187,22 +174,22 @@ def main(argv: list[str] | None = None) -> int:
     old_plan = bands.choose_plan(args.index_size, args.k)
     old_model = bands.lookup_cost(n, m_distinct, old_plan.k, old_plan.blocks)
     lookup_med, self_med = statistics.median(lookup_s), statistics.median(self_s)
-    command = " ".join(["bench/index_lookup.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m bench.index_lookup", *(argv if argv is not None else sys.argv[1:])])
     section = "\n".join(
         [
             f"## {m_distinct:,} against {n:,} ({time.strftime('%Y-%m-%d')})",
             "",
             f"`{command}` on {args.master}, {os.cpu_count()} CPUs seen, driver memory {args.memory}, "
-            f"load average {os.getloadavg()[0]:.1f} at the end. k = {plan.k}. Lookup: the index's plan, "
+            f"load average {load_average()[0]:.1f} at the end. k = {plan.k}. Lookup: the index's plan, "
             f"{plan.blocks} blocks, {plan.n_tables} tables ({plan.reason}). Self-join: "
             f"{self_plan.blocks} blocks, {self_plan.n_tables} tables ({self_plan.reason}).",
             "",
             "| | rows | median s | runs (s) |",
             "|---|---:|---:|---|",
             f"| lookup: batch self-join + batch keys against the index's keys + id check | "
-            f"{m_distinct:,} against {n:,} | {lookup_med:.1f} | {', '.join(f'{s:.1f}' for s in lookup_s)} |",
+            f"{m_distinct:,} against {n:,} | {lookup_med:.1f} | {seconds_list(lookup_s, 1)} |",
             f"| full self-join of batch + index | {n_all:,} | {self_med:.1f} | "
-            f"{', '.join(f'{s:.1f}' for s in self_s)} |",
+            f"{seconds_list(self_s, 1)} |",
             "",
             f"Self-join / lookup: **{self_med / lookup_med:.1f}x**. Near pairs found with the index: {found:,}.",
             "",

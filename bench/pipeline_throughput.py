@@ -2,9 +2,9 @@
 
     .venv/bin/python -m bench.pipeline_throughput [--quick] [--repeats 3] [--json out.json]
 
-Issue 3, part 4. Prints a JSON document on stdout; `section(quick)` runs it in a
-subprocess and returns the markdown for bench/RESULTS.md (bench/run_all.py calls it as
-`run_all_section(quick, repeats)`).
+Issue 3, part 4. Prints a JSON document on stdout; `section(quick, repeats)` runs it in a
+subprocess and returns the markdown for bench/RESULTS.md (bench/run_all.py calls it through
+bench/scale_sections.py).
 
 Inputs (bench/corpora.py), each written once as JSON Lines (`id`, `text`) under
 build/bench-cache/pipeline/, with near-copies planted so that the runs find clusters: every
@@ -263,11 +263,6 @@ def section(quick: bool, repeats: int | None = None) -> list[str]:
         lines.append(f"- {name}, {method}: a run failed: `{message}`")
     lines.append("")
     return lines
-
-
-def run_all_section(quick: bool, repeats: int) -> list[str]:
-    """The hook bench/run_all.py (through bench/scale_sections.py) calls for section 4."""
-    return section(quick, repeats)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,20 +1,19 @@
-"""Run every benchmark in bench/ and write bench/RESULTS.md: the one command.
+"""Run every benchmark in bench/ and write bench/RESULTS.md: the one command (from the
+repository root; each benchmark runs as `python -m bench.<script>` in its own process).
 
-    .venv/bin/python bench/run_all.py            # under 30 minutes on 2 cores
-    .venv/bin/python bench/run_all.py --quick    # a few minutes: small samples and sizes
-    .venv/bin/python bench/run_all.py --sections join,scaling   # some sections only
-    .venv/bin/python bench/run_all.py --with-index   # also bench/index_lookup.py (slow; it
+    .venv/bin/python -m bench.run_all            # under 30 minutes on 2 cores
+    .venv/bin/python -m bench.run_all --quick    # a few minutes: small samples and sizes
+    .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only
+    .venv/bin/python -m bench.run_all --with-index   # also bench/index_lookup.py (slow; it
                                                     # writes its own bench/RESULTS-index.md)
 
 Sections (in this order): fingerprint (bench/fingerprint_throughput.py), join
 (bench/join_scale.py: 1M-64M fingerprints against the plain band join), skew
-(bench/skew.py: the job on a template's pages, exact copies and a hot key), scaling
+(bench/skew.py: the job on a template's pages, exact copies and a hot key), pipeline
+(bench/pipeline_throughput.py: the whole job, documents per second per core), scaling
 (bench/scaling_table.py: the cost model checked against counted candidates; a full run also
-rewrites the generated part of docs/scaling.md), pipeline (bench/pipeline_throughput.py).
-
-Hook for the whole-pipeline benchmark: if bench/pipeline_throughput.py defines
-`run_all_section(quick: bool, repeats: int) -> list[str]` (markdown lines, its own heading
-included), its lines go into RESULTS.md as section 4; until then the section says so.
+rewrites the generated part of docs/scaling.md). Sections 2-5 are rendered by
+bench/scale_sections.py.
 
 Needs the `bench` extra (`pip install -e .[bench]`: the `simhash` and `rjieba` packages),
 `pip` and `apt-get` reachable for the corpora (see bench/corpora.py), Java 17 for Spark.
@@ -32,55 +31,32 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
-import scale_sections  # bench/scale_sections.py: the join, skew, scaling and pipeline sections
-from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
+from bench import scale_sections
+from bench.machine import cpu_model, git_commit, load_average, memory_bytes, package_versions
+from bench.runners import ROOT, module_command
+from bench.tables import load_text, ratio_text, seconds_list, table_lines
 
-ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
+PACKAGES = ("pyspark", "jieba", "rjieba", "simhash", "xxhash", "numpy", "pyarrow", "selectolax", "opencc")
 
 TARGET_ZH = 15.0  # MB/s per core, with jieba's segmentation (issue 3)
 TARGET_EN = 30.0
 SECTIONS = ("fingerprint", "join", "skew", "pipeline", "scaling")
 
 
-def versions(*names: str) -> str:
-    found = []
-    for name in names:
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            found.append(f"{name} (not installed)")
-    return ", ".join(found)
-
-
-def git_commit() -> str:
-    result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return result.stdout.strip() or "unknown"
-
-
-def _load(values: list[float]) -> str:
-    return " / ".join(f"{v:.2f}" for v in values)
-
-
-def _runs(seconds: list[float]) -> str:
-    return ", ".join(f"{s:.2f}" for s in seconds)
-
-
 def single_table(results: dict, baseline_names: list[str], unit: str) -> list[str]:
     """Markdown rows: method, median MB/s (wall), MB per CPU-second, runs, ours / method."""
     ours = results["ours"]["mb_per_s"]
-    lines = [
-        "| method | MB/s per core (median, wall) | MB per CPU-second | runs (s) | ours / method |",
-        "|---|---:|---:|---|---:|",
+    rows = [
+        [f"{name}{' (baseline)' if name in baseline_names else ''}", f"{r['mb_per_s']:.2f}",
+         f"{r['mb_per_cpu_s']:.2f}" if r.get("mb_per_cpu_s") else "", seconds_list(r["wall_s"]),
+         "" if name == "ours" else ratio_text(ours, r["mb_per_s"])]
+        for name, r in results.items()
     ]
-    for name, r in results.items():
-        ratio = "" if name == "ours" else f"{ours / r['mb_per_s']:.2f}x"
-        mark = " (baseline)" if name in baseline_names else ""
-        cpu = f"{r['mb_per_cpu_s']:.2f}" if r.get("mb_per_cpu_s") else ""
-        lines.append(f"| {name}{mark} | {r['mb_per_s']:.2f} | {cpu} | {_runs(r['wall_s'])} | {ratio} |")
+    lines = table_lines(["method", "MB/s per core (median, wall)", "MB per CPU-second", "runs (s)", "ours / method"],
+                        rows, right=".rr.r")
     lines.append("")
     lines.append(
         f"MB are {unit}; {results['ours']['mb']:.2f} MB per run. ours / method = ours' MB/s divided "
@@ -98,8 +74,8 @@ def fingerprint_section(report: dict, command: str) -> list[str]:
         "## 1. Fingerprints: MB of text per second per core",
         "",
         f"`{command}` ({report['repeats']} repeats of each method, interleaved; medians; "
-        f"{report['seconds']:.0f} s in all; load average {_load(report['load_start'])} at its start, "
-        f"{_load(report['load_end'])} at its end).",
+        f"{report['seconds']:.0f} s in all; load average {load_text(report['load_start'])} at its start, "
+        f"{load_text(report['load_end'])} at its end).",
         "",
         "Inputs:",
         "",
@@ -134,7 +110,7 @@ def fingerprint_section(report: dict, command: str) -> list[str]:
     ours_wall = statistics.median(ours_en["wall_s"])
     out += [
         f"HTML extraction (`text.html_to_text`, lexbor), timed apart from the table above: "
-        f"**{html['mb_per_s']:.1f} MB of HTML/s** (runs {_runs(html['wall_s'])} s). HTML to fingerprint "
+        f"**{html['mb_per_s']:.1f} MB of HTML/s** (runs {seconds_list(html['wall_s'])} s). HTML to fingerprint "
         f"in one process: {html['mb'] / (html_wall + ours_wall):.1f} MB of HTML/s.",
         "",
     ]
@@ -154,10 +130,10 @@ def fingerprint_section(report: dict, command: str) -> list[str]:
         for name, methods in report["spark"].items():
             ours = methods["ours"]["mb_per_s_per_core"]
             for method, r in methods.items():
-                ratio = "" if method == "ours" else f"{ours / r['mb_per_s_per_core']:.2f}x"
+                ratio = "" if method == "ours" else ratio_text(ours, r["mb_per_s_per_core"])
                 out.append(
                     f"| {'Chinese' if name == 'zh' else 'English (HTML)'} | {method} | "
-                    f"{r['mb_per_s_per_core']:.2f} | {_runs(r['wall_s'])} | {ratio} |"
+                    f"{r['mb_per_s_per_core']:.2f} | {seconds_list(r['wall_s'])} | {ratio} |"
                 )
         out.append("")
     rjieba = single["zh"]["rjieba tokens"]["mb_per_s"]
@@ -242,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
 
     started = time.perf_counter()
-    load_start = os.getloadavg()
+    load_start = load_average()
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body: list[str] = []
     timings: dict[str, float] = {}
@@ -275,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Benchmarks",
         "",
-        f"Written by `bench/run_all.py{' --quick' if args.quick else ''}"
+        f"Written by `python -m bench.run_all{' --quick' if args.quick else ''}"
         f"{'' if args.sections == ','.join(SECTIONS) else ' --sections ' + args.sections}` on {when}, "
         f"commit {git_commit()}, in {time.perf_counter() - started:.0f} s "
         f"({', '.join(f'{name} {secs:.0f} s' for name, secs in timings.items())}).",
@@ -284,11 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|",
         f"| CPU | {cpu_model()} |",
         f"| cores seen | {os.cpu_count()} |",
-        f"| memory | {_memory_gb():.0f} GB |",
-        f"| load average at start (1 / 5 / 15 min) | {_load(list(load_start))} |",
+        f"| memory | {memory_gib():.0f} GB |",
+        f"| load average at start (1 / 5 / 15 min) | {load_text(load_start)} |",
         f"| OS | {platform.platform()} |",
         f"| Python | {platform.python_version()} |",
-        f"| packages | {versions('pyspark', 'jieba', 'rjieba', 'simhash', 'xxhash', 'numpy', 'pyarrow', 'selectolax', 'opencc')} |",
+        f"| packages | {package_versions(PACKAGES)} |",
         "",
         "The machine is shared (other processes ran alongside; see the load averages), so single "
         "figures are noisy: baselines run in the same invocation, interleaved with ours, and the "
@@ -301,26 +277,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _memory_gb() -> float:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return float("nan")
+def memory_gib() -> float:
+    """Physical memory in 2^30 bytes (what the header has always shown as GB); nan when unknown."""
+    return memory_bytes() / 2**30 or float("nan")
 
 
 def fingerprint_run(args: argparse.Namespace) -> list[str] | None:
     """Section 1 (bench/fingerprint_throughput.py) and the index note; None if it failed."""
     fp_args = ["--repeats", str(args.repeats)] + (["--quick"] if args.quick else []) + (
         ["--no-spark"] if args.no_spark else [])
-    command = " ".join(["bench/fingerprint_throughput.py", *fp_args])
+    command = scale_sections.command_text("fingerprint_throughput", fp_args)
     print(f"run_all: {command}", file=sys.stderr)
-    result = subprocess.run(
-        [sys.executable, str(BENCH / "fingerprint_throughput.py"), *fp_args],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )
+    result = subprocess.run(module_command("fingerprint_throughput", *fp_args), cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
     if result.returncode != 0:
         print("run_all: bench/fingerprint_throughput.py failed (its messages are above)", file=sys.stderr)
         return None
@@ -328,13 +297,13 @@ def fingerprint_run(args: argparse.Namespace) -> list[str] | None:
 
     index_note = []
     if args.with_index:
-        print("run_all: bench/index_lookup.py", file=sys.stderr)
-        code = subprocess.run([sys.executable, str(BENCH / "index_lookup.py")], cwd=ROOT).returncode
-        index_note = [f"Index lookup: `bench/index_lookup.py` ran in this invocation (exit {code}); its "
+        print("run_all: python -m bench.index_lookup", file=sys.stderr)
+        code = subprocess.run(module_command("index_lookup"), cwd=ROOT).returncode
+        index_note = [f"Index lookup: `python -m bench.index_lookup` ran in this invocation (exit {code}); its "
                       "table is in `bench/RESULTS-index.md`.", ""]
     else:
         index_note = ["Index lookup against a persistent index: `bench/RESULTS-index.md` "
-                      "(not rerun here; `bench/run_all.py --with-index` runs it too).", ""]
+                      "(not rerun here; `python -m bench.run_all --with-index` runs it too).", ""]
 
     return [*fingerprint_section(report, command), *index_note]
 

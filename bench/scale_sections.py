@@ -1,5 +1,6 @@
 """bench/RESULTS.md's sections for the join, skew, whole pipeline and cost model (issue 3,
-parts 2-4 and the road to a billion): each runs its benchmark script and returns markdown.
+parts 2-4 and the road to a billion): each runs its benchmark as `python -m bench.<script>`
+and returns markdown.
 
 Called by bench/run_all.py; the scripts themselves print JSON, so each also runs alone.
 """
@@ -7,15 +8,15 @@ Called by bench/run_all.py; the scripts themselves print JSON, so each also runs
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT / "bench"
-CACHE = ROOT / "build" / "bench-cache"
+from bench.join_scale import table as join_table
+from bench.pipeline_throughput import section as pipeline_section
+from bench.runners import CACHE, ROOT, module_command
+from bench.tables import fmt_n, load_text
+
 SCALING_DOC = ROOT / "docs" / "scaling.md"
 
 # Targets of issue 3, part 2.
@@ -23,29 +24,28 @@ GROWTH_TARGET = 1.15
 HALF_AT = 16_000_000
 
 
-def _run_json(script: str, script_args: list[str]) -> dict | None:
-    """Run a bench script (its stderr passes through); its JSON stdout, or None if it failed."""
-    command = [sys.executable, str(BENCH / script), *script_args]
-    print(f"run_all: {' '.join(['bench/' + script, *script_args])}", file=sys.stderr)
-    result = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+def command_text(module: str, script_args: list[str]) -> str:
+    """The command as the results show it: `python -m bench.<module> <args>`."""
+    return " ".join([f"python -m bench.{module}", *script_args])
+
+
+def _run_json(module: str, script_args: list[str]) -> dict | None:
+    """Run a bench script as a module (its stderr passes through); its JSON stdout, or None if
+    it failed."""
+    print(f"run_all: {command_text(module, script_args)}", file=sys.stderr)
+    result = subprocess.run(module_command(module, *script_args), cwd=ROOT, stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
-        print(f"run_all: bench/{script} failed (exit {result.returncode}; its messages are above)", file=sys.stderr)
+        print(f"run_all: bench/{module}.py failed (exit {result.returncode}; its messages are above)", file=sys.stderr)
         return None
     # Kept, so a section can be rendered again without rerunning its benchmark.
     CACHE.mkdir(parents=True, exist_ok=True)
-    (CACHE / f"{Path(script).stem}.last.json").write_text(result.stdout)
+    (CACHE / f"{module}.last.json").write_text(result.stdout)
     return json.loads(result.stdout)
 
 
-def _fmt_n(n: float) -> str:
-    sys.path.insert(0, str(BENCH))
-    from join_scale import fmt_n
-
-    return fmt_n(n)
-
-
-def _failed(title: str, script: str) -> list[str]:
-    return [title, "", f"`bench/{script}` failed in this run: no figures (see its messages on the console).", ""]
+def _failed(title: str, module: str) -> list[str]:
+    return [title, "", f"`python -m bench.{module}` failed in this run: no figures (see its messages on the console).",
+            ""]
 
 
 # ---------------------------------------------------------------- 2. join
@@ -58,30 +58,27 @@ def join_run(args: argparse.Namespace) -> tuple[dict | None, list[str]]:
     elif args.quick:
         script_args.append("--quick")
     CACHE.mkdir(parents=True, exist_ok=True)
-    report = _run_json("join_scale.py", script_args)
+    report = _run_json("join_scale", script_args)
     title = "## 2. Join: 1M to 64M fingerprints, ours against the plain band join"
     if report is None:
-        return None, _failed(title, "join_scale.py")
-    return report, join_section(report, "bench/join_scale.py " + " ".join(script_args[:-2]))
+        return None, _failed(title, "join_scale")
+    return report, join_section(report, command_text("join_scale", script_args[:-2]))
 
 
 def join_section(report: dict, command: str) -> list[str]:
-    sys.path.insert(0, str(BENCH))
-    from join_scale import table
-
     results = report["results"]
     lines = [
         "## 2. Join: 1M to 64M fingerprints, ours against the plain band join",
         "",
-        f"`{command}` ({report['seconds']:.0f} s; load average {' / '.join(f'{v:.2f}' for v in report['load_start'])} "
-        f"at its start, {' / '.join(f'{v:.2f}' for v in report['load_end'])} at its end). k = {report['k']}; "
+        f"`{command}` ({report['seconds']:.0f} s; load average {load_text(report['load_start'])} "
+        f"at its start, {load_text(report['load_end'])} at its end). k = {report['k']}; "
         f"local[2], driver memory {report['driver_memory']}; each method at each size in a fresh Spark.",
         "",
         "Input: `bench/synthetic.py`: N distinct signed 64-bit fingerprints, 1% planted in clusters of 2-10 "
         "members within 1-3 bits of a random seed, the rest uniformly random. Truth: every pair of a "
         "cluster's members within 3 bits, computed by the generator. Pairs within 3 bits by chance are "
         "not in it; expected C(N, 2) x 43,745 / 2^64 of them: "
-        + ", ".join(f"{e['expected_chance_pairs']:.3g} at {_fmt_n(e['n'])}" for e in results)
+        + ", ".join(f"{e['expected_chance_pairs']:.3g} at {fmt_n(e['n'])}" for e in results)
         + ". Exact = every planted pair found, every pair returned within 3 bits once, and (up to 4M) the "
         "pairs equal a numpy brute force (every member of every 16-bit block's buckets compared).",
         "",
@@ -96,10 +93,10 @@ def join_section(report: dict, command: str) -> list[str]:
         "a second level, one of its sub-blocks too (summed). Peak RSS = the run's process tree (driver JVM and Python "
         "workers), sampled every 0.2 s. baseline / ours above 1: ours is faster.",
         "",
-        *table(report),
+        *join_table(report),
         "",
         "Plans ours used: " + "; ".join(
-            f"{_fmt_n(e['n'])}: {e['plan']['blocks']} blocks, {e['plan']['tables']} tables" for e in results) + ".",
+            f"{fmt_n(e['n'])}: {e['plan']['blocks']} blocks, {e['plan']['tables']} tables" for e in results) + ".",
         "",
     ]
     lines += join_targets(report)
@@ -122,7 +119,7 @@ def join_targets(report: dict) -> list[str]:
     for n in (1_000_000, 4_000_000):
         e = next((e for e in ok if e["n"] == n), None)
         r = ratio(e) if e else None
-        rows.append(f"| no slower than the baseline at {_fmt_n(n)} | "
+        rows.append(f"| no slower than the baseline at {fmt_n(n)} | "
                     + (f"baseline / ours = {r:.2f}x | {'met' if r >= 1 else 'not met'} |" if r else "not measured | |"))
     e = next((e for e in ok if e["n"] == HALF_AT), None)
     r = ratio(e) if e else None
@@ -130,7 +127,7 @@ def join_targets(report: dict) -> list[str]:
                 + (f"baseline / ours = {r:.2f}x | {'met' if r >= 2 else 'not met'} |" if r else "not measured | |"))
     g = report.get("growth_ours_4m_up")
     sizes = [e["n"] for e in ok if e["n"] >= 4_000_000]
-    span = f"{_fmt_n(min(sizes))}-{_fmt_n(max(sizes))}" if sizes else ""
+    span = f"{fmt_n(min(sizes))}-{fmt_n(max(sizes))}" if sizes else ""
     gb = report.get("growth_baseline_4m_up")
     rows.append(f"| growth 4M-64M no worse than N^{GROWTH_TARGET} | "
                 + (f"N^{g:.2f} over {span} (least squares of log time on log N)"
@@ -152,11 +149,11 @@ def join_targets(report: dict) -> list[str]:
 
 def skew_run(args: argparse.Namespace) -> list[str]:
     script_args = ["--driver-memory", args.driver_memory] + (["--quick"] if args.quick else [])
-    report = _run_json("skew.py", script_args)
+    report = _run_json("skew", script_args)
     title = "## 3. Skew: a template's pages, exact copies, a hot key"
     if report is None:
-        return _failed(title, "skew.py")
-    return skew_section(report, "bench/skew.py " + " ".join(script_args))
+        return _failed(title, "skew")
+    return skew_section(report, command_text("skew", script_args))
 
 
 def skew_section(report: dict, command: str) -> list[str]:
@@ -203,7 +200,7 @@ def skew_section(report: dict, command: str) -> list[str]:
     lines.append("")
     if report.get("sql_join"):
         lines += [
-            "Today's one-level SQL join alone (`join.sql_near_duplicate_pairs`: a self-join per table, "
+            "Today's one-level SQL join alone (`bench.sql_join.sql_near_duplicate_pairs`: a self-join per table, "
             "every bucket expanded into all its pairs, verified by `bit_count`) on each scenario's distinct "
             f"fingerprints, killed after {report.get('sql_timeout_s', 300):.0f} s if not done:",
             "",
@@ -232,24 +229,12 @@ def skew_section(report: dict, command: str) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------- 4. whole pipeline (H5's hook)
+# ---------------------------------------------------------------- 4. whole pipeline
 
 def pipeline_run(args: argparse.Namespace) -> list[str]:
-    """Section 4 from bench/pipeline_throughput.py's `run_all_section(quick, repeats)`, if present."""
-    title = "## 4. Whole pipeline: documents per second per core"
-    path = BENCH / "pipeline_throughput.py"
-    if not path.exists():
-        return [title, "", "Not measured yet: `bench/pipeline_throughput.py` is not in this checkout.", ""]
-    spec = importlib.util.spec_from_file_location("pipeline_throughput", path)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.path.insert(0, str(BENCH))
-    spec.loader.exec_module(module)
-    section = getattr(module, "run_all_section", None)
-    if section is None:
-        return [title, "", "Not measured: `bench/pipeline_throughput.py` has no `run_all_section(quick, repeats)`.", ""]
-    print("run_all: bench/pipeline_throughput.py run_all_section", file=sys.stderr)
-    return list(section(quick=args.quick, repeats=args.repeats))
+    """Section 4: bench/pipeline_throughput.py's `section`, which runs it in its own process."""
+    print("run_all: bench.pipeline_throughput.section", file=sys.stderr)
+    return pipeline_section(quick=args.quick, repeats=args.repeats)
 
 
 # ---------------------------------------------------------------- 5. the road to a billion
@@ -260,17 +245,17 @@ def scaling_run(args: argparse.Namespace, join_report: dict | None) -> list[str]
         script_args += ["--join-json", str(CACHE / "join_scale.json")]
     if not args.quick:  # a full run rewrites the generated part of docs/scaling.md
         script_args += ["--write", str(SCALING_DOC)]
-    report = _run_json("scaling_table.py", script_args)
+    report = _run_json("scaling_table", script_args)
     title = "## 5. The road to a billion: the cost model"
     if report is None:
-        return _failed(title, "scaling_table.py")
+        return _failed(title, "scaling_table")
     judged = [q for v in report["validation"] for name, q in v.items() if isinstance(q, dict) and q["judged"]]
     within = sum(bool(q["within_20pct"]) for q in judged)
     worst = max((abs(q["error"]) for q in judged), default=float("nan"))
     lines = [
         title,
         "",
-        f"`bench/scaling_table.py {' '.join(script_args)}`: the model's expectations against counts on "
+        f"`{command_text('scaling_table', script_args)}`: the model's expectations against counts on "
         f"random fingerprints: {within} of {len(judged)} judged figures within 20% (largest error {worst:.1%}). "
         "The plans for 100M, 1B and 10B pages and the cluster each asks for are in "
         "[docs/scaling.md](../docs/scaling.md)"

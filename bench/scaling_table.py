@@ -1,7 +1,7 @@
 """The cost model's tables for 100M, 1B and 10B pages, its check against counted candidates,
 and the generated part of docs/scaling.md.
 
-    .venv/bin/python bench/scaling_table.py [--validate 1M,4M,16M] [--join-json join.json]
+    .venv/bin/python -m bench.scaling_table [--validate 1M,4M,16M] [--join-json join.json]
                                             [--write docs/scaling.md] [--quick]
 
 Validation: for N random fingerprints (bench/synthetic.py with nothing planted) and every
@@ -29,19 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import synthetic  # noqa: E402
-from join_scale import fmt_n, ours_compared_masks, parse_size, shared_key_pairs  # noqa: E402
-
-from simhash_udf.core import bands  # noqa: E402
+from bench import synthetic
+from bench.join_scale import ours_compared_masks, shared_key_pairs
+from bench.machine import load_average
+from bench.tables import fmt_n, parse_size, table_lines
+from simhash_udf.core import bands
 
 K = 3
 TARGETS = [100_000_000, 1_000_000_000, 10_000_000_000]
@@ -207,9 +203,12 @@ def markdown(report: dict) -> list[str]:
         "",
     ]
     if cal["runs"]:
-        lines += ["| N | measured core-s (2 x wall) | modelled core-s | ratio |", "|---:|---:|---:|---:|"]
-        lines += [f"| {fmt_n(r['n'])} | {r['measured_core_s']:.1f} | {r['modelled_core_s']:.1f} | {r['ratio']:.2f} |"
-                  for r in cal["runs"]]
+        lines += table_lines(
+            ["N", "measured core-s (2 x wall)", "modelled core-s", "ratio"],
+            [[fmt_n(r["n"]), f"{r['measured_core_s']:.1f}", f"{r['modelled_core_s']:.1f}", f"{r['ratio']:.2f}"]
+             for r in cal["runs"]],
+            right="rrrr",
+        )
         lines.append("")
     if report.get("validation"):
         lines += [
@@ -255,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [parse_size(s) for s in (args.validate or ("1M" if args.quick else "1M,4M,16M")).split(",") if s]
     join_report = json.loads(args.join_json.read_text()) if args.join_json and args.join_json.exists() else None
     cal = calibration(join_report)
-    report: dict = {"k": K, "calibration": cal, "targets": [], "load_start": os.getloadavg()}
+    report: dict = {"k": K, "calibration": cal, "targets": [], "load_start": load_average()}
     for n in TARGETS:
         plans = model_rows(n)
         chosen = next(p for p in plans if p["chosen"])
