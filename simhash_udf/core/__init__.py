@@ -1,4 +1,5 @@
-"""Pure Python and numpy: text normalisation and tokens, IDF, the simhash fingerprint, the band plan
-and its cost model, the pair kernel and hot runs. No pyspark import (the import contracts in
-pyproject.toml enforce it), so every function here is testable without Spark.
+"""The algorithm in pure Python and numpy: parameters and limits, normalisation, HTML to text,
+tokens, IDF, the simhash fingerprint, the band plan and its cost model, the pair kernel and hot
+runs. Imports nothing else of simhash_udf and never pyspark, so all of it is testable without
+Spark (the import contracts in pyproject.toml enforce both).
 """

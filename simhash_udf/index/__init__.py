@@ -1,3 +1,4 @@
-"""The persistent index: a store of versioned manifests and segments, its lookup of a
-batch, the index run that finds a batch's duplicates against it, and its maintenance.
+"""The persistent index: a store of versioned manifests and segments, its lookup of a batch,
+one run against it (open, publish, undo), its finder, and its maintenance. Imports only
+:mod:`simhash_udf.stages` and below, never :mod:`simhash_udf.report` or :mod:`simhash_udf.run`.
 """
