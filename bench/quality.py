@@ -9,13 +9,13 @@ What is scored is what the job runs: a page's text comes from `extract.extract(h
 job merges it: exact copies (equal normalised text) always, otherwise both texts fingerprinted
 (at least `min_features` distinct features) and at most `k` bits apart. The band join finds
 every pair within k (tests/test_join*.py hold it to brute force), so pair distances stand for
-the join without running Spark. With the short-text policy (`simhash_udf.stages.verify`), a merged
+the join without running Spark. With the short-text policy (`simhash_udf.core.short_text_policy`), a merged
 pair whose shorter text is below `VerifyConfig.below_chars` characters must also reach the
 shingle Jaccard threshold.
 
 Anchors, on the same normalised texts in the same run:
 - datasketch's MinHashLSH (threshold 0.8, 128 permutations) over word 5-gram shingles
-  (character 5-grams for text with Han characters: `verify.shingles(text, 5)`); a pair is
+  (character 5-grams for text with Han characters: `short_text_policy.shingles(text, 5)`); a pair is
   merged when it is an LSH candidate (shares one of the index's band buckets, which is what
   `MinHashLSH.query` returns); its "distance" is 1 - the MinHash Jaccard estimate;
 - the `simhash` PyPI package (`Simhash(text)`, its own character 4-gram features; the numpy-2
@@ -88,10 +88,10 @@ from simhash_udf.core.extract import extract, extract_text  # noqa: E402  (the j
 
 try:  # helper H4's short-text policy (--verify)
     from simhash_udf.core.config import VerifyConfig
-    from simhash_udf.stages.verify import jaccard, shingles
-except ImportError:  # pragma: no cover - only before verify.py exists
+    from simhash_udf.core.short_text_policy import jaccard, shingles
+except ImportError:  # pragma: no cover - only before short_text_policy.py exists
     VerifyConfig = None  # type: ignore[assignment,misc]
-    from simhash_udf.stages.verify import jaccard, shingles  # shingles are needed by the anchors
+    from simhash_udf.core.short_text_policy import jaccard, shingles  # shingles are needed by the anchors
 
 DEFAULT_DATA = Path("../shared/data")
 DEFAULT_OUT = Path("docs/quality.md")

@@ -39,7 +39,7 @@ from simhash_udf.index.store import IndexStore
 from simhash_udf.report import summary as report
 from simhash_udf.run import pipeline
 from simhash_udf.run.session import get_session, jvm_exit_code, memory_hint
-from simhash_udf.stages import verify
+from simhash_udf.core import short_text_policy
 
 DEFAULTS = DedupeConfig()
 
@@ -228,7 +228,7 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
             max_chars=args.max_chars,
         ),
         verify=VerifyConfig(
-            threshold=verify.parse_spec(args.verify),
+            threshold=short_text_policy.parse_spec(args.verify),
             below_chars=args.verify_below or None,
             shingle=args.verify_shingle,
         ),

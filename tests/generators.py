@@ -16,6 +16,8 @@ Oracles:
 - `brute_force_pairs`: every near-duplicate pair by comparing all fingerprints with each other.
 - `union_find_groups`, `brute_force_cluster_sizes`, `brute_force_merges`: clusters at a
   threshold k by union-find over every pair (the oracle of `simhash_udf.report.explore`).
+- `brute_word_shingles`, `brute_jaccard`: word shingles and Jaccard similarity written out
+  (the oracles of `simhash_udf.core.short_text_policy`), over texts of `VOCAB` words.
 """
 
 from __future__ import annotations
@@ -196,3 +198,28 @@ def write_warc_records(path: Path | str, records: list[tuple[str, str, str, byte
                 url, kind, payload=BytesIO(block), length=len(block),
                 warc_content_type=content_types.get(kind, ""), warc_headers_dict={"WARC-Date": date}))
     return len(records)
+
+
+# --- short texts: words, shingles, Jaccard ---------------------------------------------------
+
+VOCAB = (
+    "river stone garden window copper violin lantern harbor meadow pencil saddle orbit canyon "
+    "velvet walnut ember falcon glacier"
+).split()
+
+
+def brute_word_shingles(text: str, n: int) -> set[str]:
+    """Word n-grams of a text of lowercase ASCII words and single spaces, written out."""
+    words = text.split(" ") if text else []
+    if len(words) < n:
+        return {" ".join(words)} if words else set()
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def brute_jaccard(a: set, b: set) -> float:
+    """Counted element by element over the union (not the library's formula)."""
+    universe = list(a) + [x for x in b if x not in a]
+    if not universe:
+        return 1.0
+    both = sum(1 for x in universe if x in a and x in b)
+    return both / len(universe)

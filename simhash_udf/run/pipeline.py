@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from simhash_udf.core import bands, hot_runs
+from simhash_udf.core import bands, hot_runs, short_text_policy
 from simhash_udf.core.config import DedupeConfig
 from simhash_udf.files import inputs, outputs, warc
 from simhash_udf.report import html_page
 from simhash_udf.report import summary as report
 from simhash_udf.run import progress
-from simhash_udf.stages import clusters, documents, join, verify
+from simhash_udf.stages import clusters, documents, join, short_text_check
 from simhash_udf.stages.components import connected_components
 
 if TYPE_CHECKING:  # index_run builds on this module; only the type is needed here
@@ -172,8 +172,8 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     checking = normalised is not None and texts is not None and config.verify.threshold is not None
     if checking:
         # Which fingerprints' pairs the short-text check looks at: the join lists those
-        # pairs even in hot runs, so no pair the check drops stands for others (verify.py).
-        distinct = verify.checked_fingerprints(distinct, normalised, texts, config.verify)
+        # pairs even in hot runs, so no pair the check drops stands for others (short_text_check.py).
+        distinct = short_text_check.checked_fingerprints(distinct, normalised, texts, config.verify)
     # One shuffle of the band rows: the join's output carries its own counts (join_stats).
     joined = stages.materialise("verify", join.band_join(distinct, plan, n))
     with stages.timed("candidates"):
@@ -192,10 +192,10 @@ def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages |
     fingerprint_pairs = join.join_pairs(joined, summarised=stats["summarised_runs"] > 0)
     if checking:
         # The short-text policy: pairs of short texts must also share enough shingles
-        # (verify.py); dropped pairs never reach the components nor pairs/.
-        scored = stages.materialise("verify_texts", verify.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))
-        stats["verify"] = verify.counts(scored, config.verify)
-        fingerprint_pairs = verify.kept_pairs(scored)
+        # (short_text_check.py); dropped pairs never reach the components nor pairs/.
+        scored = stages.materialise("verify_texts", short_text_check.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))
+        stats["verify"] = short_text_check.counts(scored, config.verify)
+        fingerprint_pairs = short_text_check.kept_pairs(scored)
     # Every round of the components is a stage result of its own; their times add up.
     components = stages.materialise(
         "components",
@@ -410,9 +410,9 @@ def _run_staged(
     # Files not read to their end (their rows before the damage are in the counts above).
     result["counts"]["damaged_files"] = len(source.damaged)
     result["damaged_files"] = [{"path": d.path, "reason": d.reason} for d in source.damaged]
-    # The short-text policy's counts (verify.counts); runs without texts, or against an
+    # The short-text policy's counts (short_text_check.counts); runs without texts, or against an
     # index, do not apply it.
-    result["verify"] = found.join_stats.get("verify") or {**verify.describe(config.verify), "applied": False}
+    result["verify"] = found.join_stats.get("verify") or {**short_text_policy.describe(config.verify), "applied": False}
     if source.records is not None:
         result["records"] = {
             "by_reason": dict(sorted(source.records.counts.items())),

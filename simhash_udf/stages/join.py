@@ -201,7 +201,7 @@ def band_join(
     """The two-level band join: pairs, summary edges of hot runs and the join's counts.
 
     fingerprints: `fingerprint` (long, distinct) and optionally `checked` (bool: the
-    short-text check looks at the fingerprint's pairs, `verify.checked_fingerprints`; a hot
+    short-text check looks at the fingerprint's pairs, `short_text_check.checked_fingerprints`; a hot
     run lists every pair of such members instead of summarising it). n: their number when
     known (it sets the partitions). hot_run_size: see `pair_kernel.join_partition` (None:
     list every pair).

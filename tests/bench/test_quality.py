@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import quality  # noqa: E402  (bench/quality.py)
 
 from simhash_udf.core.fingerprint import hamming  # noqa: E402
-from simhash_udf.stages.verify import jaccard, shingles  # noqa: E402
+from simhash_udf.core.short_text_policy import jaccard, shingles  # noqa: E402
 
 
 def brute_auc(pos: list[float], neg: list[float]) -> float:

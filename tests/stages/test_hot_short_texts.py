@@ -13,7 +13,7 @@ HOT_RUN_SIZE; pairs within k across the families, which the check drops; pairs w
 inside each family, which it keeps.
 
 The expected clusters come from a brute force that knows nothing of band plans, runs or
-summaries: every pair of fingerprints within k, `verify.keeps` on their texts in plain
+summaries: every pair of fingerprints within k, `short_text_policy.keeps` on their texts in plain
 Python, then a union-find.
 """
 
@@ -27,11 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simhash_udf.core import hot_runs
+from simhash_udf.core import hot_runs, short_text_policy
 from simhash_udf.core.config import FingerprintConfig, VerifyConfig
 from simhash_udf.core.fingerprint import fingerprints
 from simhash_udf.core.normalise import normalise
-from simhash_udf.stages import verify
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -76,7 +75,7 @@ def _texts() -> list[str]:
 
 def _expected_clusters(texts: dict[int, str]) -> set[frozenset]:
     """Ids grouped by the components of every pair of fingerprints within K that
-    `verify.keeps` keeps under the default policy (ids sharing a fingerprint together)."""
+    `short_text_policy.keeps` keeps under the default policy (ids sharing a fingerprint together)."""
     policy = VerifyConfig()
     ids = sorted(texts)
     normalised = [normalise(texts[i]) for i in ids]
@@ -101,7 +100,7 @@ def _expected_clusters(texts: dict[int, str]) -> set[frozenset]:
             ri, rj = root(i), root(j)
             # A pair inside one component already changes nothing: skipping its check
             # leaves the components of the kept pairs as they are.
-            if ri != rj and any(verify.keeps(a, b, policy) for a in by_fp[nodes[i]] for b in by_fp[nodes[j]]):
+            if ri != rj and any(short_text_policy.keeps(a, b, policy) for a in by_fp[nodes[i]] for b in by_fp[nodes[j]]):
                 parent[max(ri, rj)] = min(ri, rj)
     index = {v: n for n, v in enumerate(nodes)}
     groups: dict[int, set] = {}

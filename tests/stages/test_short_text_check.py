@@ -1,5 +1,6 @@
-"""The short-text policy (simhash_udf/stages/verify.py): shingles, Jaccard, the Spark check of
-candidate pairs, and the job with --verify on planted short texts."""
+"""The short-text check in Spark (`simhash_udf.stages.short_text_check`): the scored pairs
+against the policy's rule applied in Python, the texts of paired fingerprints, and the job with
+--verify on planted short texts."""
 
 from __future__ import annotations
 
@@ -8,99 +9,12 @@ import json
 import random
 
 import pytest
+from generators import VOCAB, brute_jaccard, brute_word_shingles
 
-from simhash_udf.core.config import ConfigError, VerifyConfig
+from simhash_udf.core.config import VerifyConfig
 from simhash_udf.core.fingerprint import fingerprint, hamming
 from simhash_udf.core.normalise import normalise
-from simhash_udf.stages.verify import is_checked, jaccard, keeps, parse_spec, shingles
-
-VOCAB = (
-    "river stone garden window copper violin lantern harbor meadow pencil saddle orbit canyon "
-    "velvet walnut ember falcon glacier"
-).split()
-
-
-# --- pure functions -------------------------------------------------------------------------
-
-
-def brute_word_shingles(text: str, n: int) -> set[str]:
-    """Word n-grams of a text of lowercase ASCII words and single spaces, written out."""
-    words = text.split(" ") if text else []
-    if len(words) < n:
-        return {" ".join(words)} if words else set()
-    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-
-def brute_jaccard(a: set, b: set) -> float:
-    """Counted element by element over the union (not the library's formula)."""
-    universe = list(a) + [x for x in b if x not in a]
-    if not universe:
-        return 1.0
-    both = sum(1 for x in universe if x in a and x in b)
-    return both / len(universe)
-
-
-def test_word_shingles_by_hand():
-    assert shingles("The quick, brown  FOX!", 2) == {"the quick", "quick brown", "brown fox"}
-    assert shingles("The quick, brown  FOX!", 1) == {"the", "quick", "brown", "fox"}
-    assert shingles("one two", 3) == {"one two"}  # shorter than n: the whole text, once
-    assert shingles("", 2) == set() and shingles(" ,;! ", 2) == set()
-
-
-def test_han_text_is_shingled_by_characters_after_normalising():
-    # Traditional and full-width forms fold (normalise); punctuation is not a character shingle.
-    expected = {"今天", "天天", "天气", "气很", "很好"}
-    assert shingles("今天天气很好", 2) == expected
-    assert shingles("今天天氣很好！", 2) == expected
-    assert shingles("今天 天气，很好", 2) == expected
-    # One Han character makes the whole text character-shingled (Latin letters included).
-    assert shingles("用vista", 3) == {"用vi", "vis", "ist", "sta"}
-
-
-def test_shingles_of_already_normalised_text_skip_normalising():
-    assert shingles("ABC def", 1, normalised=True) == {"ABC", "def"}
-    with pytest.raises(ValueError):
-        shingles("a b", 0)
-
-
-def test_shingles_and_jaccard_against_brute_force():
-    rng = random.Random(11)
-    for _ in range(300):
-        n = rng.randint(1, 4)
-        a = " ".join(rng.choice(VOCAB[:6]) for _ in range(rng.randint(0, 12)))
-        b = " ".join(rng.choice(VOCAB[:6]) for _ in range(rng.randint(0, 12)))
-        sa, sb = shingles(a, n), shingles(b, n)
-        assert sa == brute_word_shingles(a, n) and sb == brute_word_shingles(b, n)
-        assert jaccard(sa, sb) == pytest.approx(brute_jaccard(sa, sb))
-        assert jaccard(sa, sb) == jaccard(sb, sa)
-
-
-def test_jaccard_edges():
-    assert jaccard(set(), set()) == 1.0
-    assert jaccard({"a"}, set()) == 0.0
-    assert jaccard({"a", "b"}, {"a", "b"}) == 1.0
-    assert jaccard({"a", "b", "c"}, {"b", "c", "d"}) == pytest.approx(0.5)
-
-
-def test_parse_spec():
-    assert parse_spec("jaccard:0.8") == 0.8 and parse_spec("JACCARD:1") == 1.0
-    assert parse_spec("none") is None and parse_spec("off") is None
-    for bad in ("jaccard", "jaccard:", "jaccard:0", "jaccard:1.5", "jaccard:x", "minhash:0.5", ""):
-        with pytest.raises(ConfigError):
-            parse_spec(bad)
-
-
-def test_rule_checks_only_short_pairs():
-    policy = VerifyConfig(threshold=0.5, below_chars=20, shingle=2)
-    assert is_checked(19, 500, policy) and not is_checked(20, 20, policy)
-    assert is_checked(10_000, 10_000, VerifyConfig(threshold=0.5, below_chars=None))
-    assert not is_checked(1, 1, VerifyConfig(threshold=None))
-    long_a, long_b = "river " * 10, "stone " * 10  # unrelated but long: not checked, kept
-    assert keeps(long_a.strip(), long_b.strip(), policy)
-    assert not keeps("river stone", "stone river", policy)
-    assert keeps("river stone garden window", "river stone", policy) is False  # 1/3 bigrams
-    assert keeps("river stone garden", "river stone", policy)  # 1/2 bigrams: at the threshold
-    assert keeps("river stone garden window", "river stone garden", VerifyConfig(0.5, 100, 2))
+from simhash_udf.core.short_text_policy import jaccard, keeps, shingles
 
 
 # --- the Spark transform ----------------------------------------------------------------------
@@ -118,7 +32,7 @@ def test_rule_checks_only_short_pairs():
     ids=["0.5-below30-2", "0.3-all-1", "0.8-all-3", "off"],
 )
 def test_scored_pairs_equal_the_rule_applied_in_python(spark, policy):
-    from simhash_udf.stages.verify import kept_pairs, scored_pairs
+    from simhash_udf.stages.short_text_check import kept_pairs, scored_pairs
 
     rng = random.Random(5)
     # Fingerprints are just keys here; fingerprint 0 carries two texts (a 64-bit collision).
@@ -257,7 +171,7 @@ def test_job_rejects_a_bad_verify_value(spark, dedupe_main, tmp_path, capsys):
 
 @pytest.mark.spark
 def test_texts_by_fingerprint_holds_the_paired_fingerprints_texts_once(spark):
-    from simhash_udf.stages.verify import texts_by_fingerprint
+    from simhash_udf.stages.short_text_check import texts_by_fingerprint
 
     normalised = spark.createDataFrame(
         [(1, "a b", b"k1"), (2, "a b", b"k1"), (3, "c d", b"k2"), (4, "e f", b"k3"), (5, "g h", b"k4"), (6, None, None)],

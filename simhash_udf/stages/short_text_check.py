@@ -1,40 +1,19 @@
-"""The second stage for short texts: shingle Jaccard similarity of candidate pairs.
+"""The short-text check in Spark: the band join's pairs of short texts, kept or dropped by the
+policy of `core/short_text_policy.py` (`--verify jaccard:T --verify-below L --verify-shingle N`).
 
-Simhash says little about short texts (posts, comments, titles of ~140 characters): a few
-changed words move a short text's fingerprint by many bits, and two unrelated short texts
-with a handful of features each can land within k bits of each other. So a pair of
-fingerprints found by the band join can be checked again on the texts themselves: the
-exact Jaccard similarity of their shingle sets, computed only for the candidate pairs.
-
-Shingles (decided here, used by the job and by the benchmarks):
-- a text holding Han ideographs is cut into character n-grams of its word characters
-  (letters, digits, ideographs; spaces and punctuation dropped): Chinese has no spaces, and
-  character shingles do not depend on jieba's segmentation, which can cut one phrase
-  differently in two contexts;
-- any other text is cut into word n-grams of `text.word_tokens` (runs of Unicode word
-  characters), joined by one space;
-- a text with fewer than n tokens is one shingle (itself), as `text.ngrams` does; an empty
-  text has no shingles.
-Texts are normalised first (`text.normalise`: NFKC, Traditional to Simplified, case folded),
-unless the caller says they already are.
-
-The policy (`config.VerifyConfig`, `--verify jaccard:T --verify-below L --verify-shingle N`):
-a candidate pair whose shorter normalised text has fewer than L characters is kept only when
-the Jaccard similarity of the two texts' N-gram shingle sets is at least T; longer pairs are
-kept unchecked (simhash is reliable there, and the check would ship long texts through a
-Python UDF). `keeps` is the rule in plain Python; `verify_pairs` applies it in Spark to the
-band join's pairs, before the connected components. Because the check may drop a pair, the
+Simhash says little about short texts, so a candidate pair whose shorter normalised text has
+fewer than L characters is kept only when the Jaccard similarity of the two texts' shingle
+sets reaches T (`core/short_text_policy.keeps` is the same rule for one pair, in plain
+Python). `verify_pairs` scores the band join's pairs against the run's texts before the
+connected components; `kept_pairs` keeps the survivors. Because the check may drop a pair, the
 band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
 pairs with a short text are all listed and checked, so the clusters are the components of
-every pair within k that the policy keeps, whatever the row order. Exact copies are never separated: they
-share one text and so one fingerprint, and the job clusters them without any pair. Distinct
-texts that share a fingerprint are not checked either (no pair joins them). The defaults were
-measured by bench/short_texts.py (docs/short-texts.md).
+every pair within k that the policy keeps, whatever the row order. Exact copies share one
+text and so one fingerprint: no pair joins them, and the check never separates them.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pandas as pd
@@ -43,93 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import DoubleType
 
-from simhash_udf.core.config import ConfigError, VerifyConfig
-from simhash_udf.core.normalise import has_han, normalise
-from simhash_udf.core.tokens import ngrams, word_tokens
-
-# Word characters only: punctuation (，。！) and spaces are not content.
-_WORD_CHAR = re.compile(r"\w")
-
-
-def shingle_tokens(text: str) -> tuple[list[str], str]:
-    """The tokens a normalised text is shingled over, and the separator of a shingle.
-
-    Characters (word characters only) for a text holding Han ideographs, words otherwise.
-    """
-    if has_han(text):
-        return _WORD_CHAR.findall(text), ""
-    return word_tokens(text), " "
-
-
-def shingles(text: str, n: int, *, normalised: bool = False) -> set[str]:
-    """The set of n-gram shingles of `text` (see the module docstring for which n-grams).
-
-    normalised: the text is already `text.normalise`d (the job's texts are), so skip it.
-    """
-    if n < 1:
-        raise ValueError(f"shingle size must be at least 1, got {n}")
-    if not normalised:
-        text = normalise(text)
-    items, separator = shingle_tokens(text)
-    return {separator.join(gram) for gram in ngrams(items, n)}
-
-
-def jaccard(a: set, b: set) -> float:
-    """|a & b| / |a | b|; two empty sets are identical (1.0)."""
-    if not a and not b:
-        return 1.0
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter)
-
-
-# --- the policy ---------------------------------------------------------------------------
-
-
-def parse_spec(spec: str) -> float | None:
-    """The Jaccard threshold of a `--verify` value: `jaccard:T` (0 < T <= 1) or `none`/`off`.
-
-    Raises ConfigError with a message for the command line.
-    """
-    value = spec.strip().lower()
-    if value in ("none", "off"):
-        return None
-    method, _, threshold = value.partition(":")
-    if method != "jaccard" or not threshold:
-        raise ConfigError(f"--verify must be jaccard:T (0 < T <= 1) or none, got {spec!r}")
-    try:
-        parsed = float(threshold)
-    except ValueError:
-        raise ConfigError(f"--verify jaccard:T needs a number T, got {threshold!r}") from None
-    if not 0.0 < parsed <= 1.0:
-        raise ConfigError(f"--verify jaccard:T needs 0 < T <= 1, got {parsed}")
-    return parsed
-
-
-def is_checked(length_a: int, length_b: int, policy: VerifyConfig) -> bool:
-    """Whether a candidate pair of texts of these lengths (characters, normalised) is checked."""
-    if policy.threshold is None:
-        return False
-    return policy.below_chars is None or min(length_a, length_b) < policy.below_chars
-
-
-def similarity(text_a: str, text_b: str, policy: VerifyConfig) -> float:
-    """Jaccard similarity of two normalised texts' shingle sets (`policy.shingle`-grams)."""
-    return jaccard(
-        shingles(text_a, policy.shingle, normalised=True),
-        shingles(text_b, policy.shingle, normalised=True),
-    )
-
-
-def keeps(text_a: str, text_b: str, policy: VerifyConfig) -> bool:
-    """The rule for one candidate pair of normalised texts, in plain Python: a pair that is
-    not checked is kept; a checked one is kept when its similarity reaches the threshold."""
-    if not is_checked(len(text_a), len(text_b), policy):
-        return True
-    assert policy.threshold is not None
-    return similarity(text_a, text_b, policy) >= policy.threshold
-
-
-# --- in Spark -----------------------------------------------------------------------------
+from simhash_udf.core.config import VerifyConfig
+from simhash_udf.core.short_text_policy import describe, similarity
 
 
 def texts_by_fingerprint(normalised: DataFrame, texts: DataFrame, pairs: DataFrame) -> DataFrame:
@@ -160,7 +54,7 @@ def checked_fingerprints(
 ) -> DataFrame:
     """`fingerprints` (`fingerprint`, distinct) with `checked` (bool): whether the policy
     checks every pair the fingerprint is in, so that the band join must list those pairs
-    rather than summarise them (`join_kernel.hot_run_edges`).
+    rather than summarise them (`core/hot_runs.hot_run_edges`).
 
     normalised: `exact_key`, `text`; texts: `exact_key`, `fingerprint` (see
     `texts_by_fingerprint`). A pair's text pairs are checked when the shorter text has fewer
@@ -241,15 +135,6 @@ def verify_pairs(
 ) -> DataFrame:
     """`scored_pairs` of the band join's pairs against the run's texts (see `NearDuplicates`)."""
     return scored_pairs(pairs, texts_by_fingerprint(normalised, texts, pairs), policy)
-
-
-def describe(policy: VerifyConfig) -> dict[str, Any]:
-    """The policy as report.json shows it (`spec` is the --verify value)."""
-    return {
-        "spec": "none" if policy.threshold is None else f"jaccard:{policy.threshold:g}",
-        "below_chars": policy.below_chars,
-        "shingle": policy.shingle,
-    }
 
 
 def counts(scored: DataFrame, policy: VerifyConfig) -> dict[str, Any]:
