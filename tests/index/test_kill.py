@@ -90,20 +90,3 @@ def test_killed_run_leaves_the_index_whole_and_a_rerun_repairs_it(
     assert clusters_of(spark, out) == clusters_of(spark, two_days["reference_out"])
     assert pairs_of(spark, out) == pairs_of(spark, two_days["reference_out"])
 
-
-def test_a_replace_killed_between_its_renames_is_undone(spark, tmp_path):
-    """`publish` moves the old output aside, then renames the new one in: a kill between the
-    two leaves no output; the next run on it restores the old one before anything else."""
-    from simhash_udf.files import outputs
-
-    target = tmp_path / "out"
-    target.mkdir()
-    (target / "report.json").write_text('{"old": true}')
-    moved = tmp_path / ".out.replaced-deadbeef"
-    target.rename(moved)  # the state a kill between the two renames leaves
-    staged = outputs.StagedOutput(spark, str(target), overwrite=True)
-    assert (target / "report.json").read_text() == '{"old": true}'
-    assert not moved.exists()
-    staged.write_text("report.json", '{"new": true}')
-    staged.publish()
-    assert (target / "report.json").read_text() == '{"new": true}'
