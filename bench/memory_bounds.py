@@ -21,7 +21,7 @@ what this input makes of each:
   the driver. The join lets Spark's adaptive execution choose (a broadcast only under its
   size threshold).
 
-Each size runs the job (`jobs/dedupe.py` main through `bench/skew.py --worker`,
+Each size runs the job (`jobs/dedupe.py` main through `python -m bench.skew --worker`,
 `--fingerprint-col`, local[2], `--no-pairs` off) and, in the same invocation, a baseline: a
 plain Spark job that reads the same Parquet, counts documents per fingerprint and writes that
 as Parquet (no Python worker). Both in fresh processes; peak resident set of the driver JVM,
@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bench.runners import CACHE, cached_input, module_command, read_meta, run_bounded, write_documents
-from bench.skew import worker_session
+from bench.skew import job_command, worker_session
 
 MEMORY_CACHE = CACHE / "memory"
 HOT_KEY_FREE_BITS = 20
@@ -85,11 +85,7 @@ def baseline_worker(args: argparse.Namespace) -> int:
 def run_job(folder: Path, memory: str, timeout: float) -> dict:
     output = folder / "out-job"
     shutil.rmtree(output, ignore_errors=True)
-    command = module_command(
-        "skew", "--worker", "--driver-memory", memory, "--",
-        "--input", str(folder / "documents.parquet"), "--format", "parquet", "--id-col", "id",
-        "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING")
-    result, _ = run_bounded(command, timeout)
+    result, _ = run_bounded(job_command(folder, output, memory), timeout)
     if "status" not in result:
         report = json.loads((output / "report.json").read_text())
         meta = read_meta(folder)

@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -222,31 +223,29 @@ def main(argv: list[str] | None = None) -> int:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body: list[str] = []
     timings: dict[str, float] = {}
-    if "fingerprint" in sections:
+    join_report: dict | None = None  # the join's figures calibrate the scaling section's model
+
+    def join_lines() -> list[str]:
+        nonlocal join_report
+        join_report, lines = scale_sections.join_run(args)
+        return lines
+
+    runs: dict[str, Callable[[], list[str] | None]] = {
+        "fingerprint": lambda: fingerprint_run(args),
+        "join": join_lines,
+        "skew": lambda: scale_sections.skew_run(args),
+        "pipeline": lambda: scale_sections.pipeline_run(args),
+        "scaling": lambda: scale_sections.scaling_run(args, join_report),
+    }
+    for name in SECTIONS:  # in this order: scaling after join
+        if name not in sections:
+            continue
         t0 = time.perf_counter()
-        lines = fingerprint_run(args)
-        if lines is None:
+        lines = runs[name]()
+        if lines is None:  # the fingerprint section failed: no document
             return 1
         body += lines
-        timings["fingerprint"] = time.perf_counter() - t0
-    join_report = None
-    if "join" in sections:
-        t0 = time.perf_counter()
-        join_report, lines = scale_sections.join_run(args)
-        body += lines
-        timings["join"] = time.perf_counter() - t0
-    if "skew" in sections:
-        t0 = time.perf_counter()
-        body += scale_sections.skew_run(args)
-        timings["skew"] = time.perf_counter() - t0
-    if "pipeline" in sections:
-        t0 = time.perf_counter()
-        body += scale_sections.pipeline_run(args)
-        timings["pipeline"] = time.perf_counter() - t0
-    if "scaling" in sections:
-        t0 = time.perf_counter()
-        body += scale_sections.scaling_run(args, join_report)
-        timings["scaling"] = time.perf_counter() - t0
+        timings[name] = time.perf_counter() - t0
 
     lines = [
         "# Benchmarks",

@@ -173,14 +173,19 @@ def run_sql_join(folder: Path, memory: str, timeout: float) -> dict:
     return result
 
 
+def job_command(folder: Path, output: Path, memory: str, *options: str) -> list[str]:
+    """The command of a worker process that runs the job (`worker`) on the folder's
+    documents.parquet (`id`, `fingerprint`), writing to output; options go to the job."""
+    return module_command(
+        "skew", "--worker", "--driver-memory", memory, "--",
+        "--input", str(folder / "documents.parquet"), "--format", "parquet", "--id-col", "id",
+        "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING", *options)
+
+
 def run_job(folder: Path, pairs: bool, memory: str, timeout: float) -> dict:
     output = folder / ("out-pairs" if pairs else "out-no-pairs")
     shutil.rmtree(output, ignore_errors=True)
-    job_args = ["--input", str(folder / "documents.parquet"), "--format", "parquet", "--id-col", "id",
-                "--fingerprint-col", "fingerprint", "--output", str(output), "--log-level", "WARNING"]
-    if not pairs:
-        job_args.append("--no-pairs")
-    command = module_command("skew", "--worker", "--driver-memory", memory, "--", *job_args)
+    command = job_command(folder, output, memory, *([] if pairs else ["--no-pairs"]))
     result, stdout = run_bounded(command, timeout)
     if "status" in result:
         return result
