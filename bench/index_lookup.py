@@ -40,7 +40,8 @@ from bench.runners import ROOT, bench_session, timed_runs
 from bench.tables import seconds_list
 from simhash_udf.core import bands
 from simhash_udf.index import lookup
-from simhash_udf.index.store import IndexStore, Manifest, RunInfo, Segment, now_iso, write_segment
+from simhash_udf.index.manifest import Manifest, RunInfo, Segment, now_iso
+from simhash_udf.index.store import IndexStore, write_segment
 from simhash_udf.stages import join
 
 

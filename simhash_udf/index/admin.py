@@ -3,7 +3,7 @@
 Each change is a new version published like a run's (`IndexStore.publish`): a maintenance
 step killed half-way leaves the previous version intact, and one racing a run is refused.
 `compact` deletes folders, so it holds the index's compact lease and runs hold run leases
-(`IndexStore.take_compact_lease`): the two never overlap.
+(`index/lease.py`): the two never overlap.
 """
 
 from __future__ import annotations
@@ -14,17 +14,9 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from simhash_udf.index.store import (
-    COMPACT_LEASE,
-    DEFAULT_MIN_AGE_SECONDS,
-    MANIFESTS,
-    IndexError_,
-    IndexStore,
-    Manifest,
-    RunInfo,
-    Segment,
-    write_segment,
-)
+from simhash_udf.index.lease import COMPACT_LEASE, lease_files, live_lease, take_compact_lease, take_run_lease
+from simhash_udf.index.manifest import Manifest, RunInfo, Segment
+from simhash_udf.index.store import DEFAULT_MIN_AGE_SECONDS, MANIFESTS, IndexError_, IndexStore, write_segment
 
 log = logging.getLogger("simhash_udf")
 
@@ -55,7 +47,7 @@ def describe(store: IndexStore) -> dict[str, Any]:
         "runs": [dataclasses.asdict(r) for r in manifest.runs],
         "unreferenced_segments": store.unreferenced(manifest),
         "live_leases": [
-            h for h in (store.live_lease(f) for f in [COMPACT_LEASE, *store.lease_files()]) if h is not None
+            h for h in (live_lease(store, f) for f in [COMPACT_LEASE, *lease_files(store)]) if h is not None
         ],
     }
 
@@ -71,7 +63,7 @@ def compact(store: IndexStore, min_age: float = DEFAULT_MIN_AGE_SECONDS, keep_la
     holds a live lease, and runs are refused while it goes. A reader still using an older
     version loses it.
     """
-    lease = store.take_compact_lease()
+    lease = take_compact_lease(store)
     try:
         return _compact(store, min_age, keep_last)
     finally:
@@ -136,7 +128,7 @@ def remove_run(store: IndexStore, run_id: str, force: bool = False) -> dict[str,
     Later runs may have put documents into clusters the run created (their cluster_id names
     its documents): removing a run that is not the last one needs `force`.
     """
-    lease = store.take_run_lease(f"remove-{run_id}")  # its new folder is safe from compact
+    lease = take_run_lease(store, f"remove-{run_id}")  # its new folder is safe from compact
     try:
         return _remove_run(store, run_id, force)
     finally:

@@ -21,18 +21,9 @@ from pyspark.sql import functions as F
 from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, IndexOptions
 from simhash_udf.index import lookup
-from simhash_udf.index.store import (
-    IndexCorruptError,
-    IndexError_,
-    IndexStore,
-    Lease,
-    Manifest,
-    RunInfo,
-    Segment,
-    input_digest,
-    now_iso,
-    write_segment,
-)
+from simhash_udf.index.lease import Lease, take_run_lease
+from simhash_udf.index.manifest import Manifest, RunInfo, Segment, now_iso
+from simhash_udf.index.store import IndexCorruptError, IndexError_, IndexStore, input_digest, write_segment
 from simhash_udf.run.pipeline import NearDuplicates, Stages, fingerprint_documents
 from simhash_udf.stages import clusters, join
 from simhash_udf.stages.components import connected_components
@@ -83,7 +74,7 @@ class IndexSession:
     def open(spark: SparkSession, options: IndexOptions, config: DedupeConfig, input_path: str) -> IndexSession:
         """Take a run lease on the index (held until `commit` or `abort`: `compact` cannot
         start meanwhile; IndexBusyError, exit code 2, while one is going), then `_open_version`."""
-        lease = IndexStore(spark, options.path).take_run_lease(options.run_id or "input")
+        lease = take_run_lease(IndexStore(spark, options.path), options.run_id or "input")
         try:
             session = IndexSession._open_version(spark, options, config, input_path)
         except BaseException:

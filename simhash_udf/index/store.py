@@ -6,43 +6,39 @@ An index is a folder (any file system Hadoop reads) laid out as:
     segments/<run>-<token>/     data written by one run (or merged by `compact`), never modified:
         entries/                one row per distinct fingerprint (and per too-short text) seen
         keys/table=<t>/         the band keys of those fingerprints, sorted by key in each file
+    leases/                     the leases of the runs and of `compact` going on (`index/lease.py`)
 
-A manifest lists the segments that make up its version, each with the size of every data
-file (so a truncated file is found by a listing, before any Spark work), the band plan and
-fingerprint settings fixed at creation, and the runs in the order they were published.
-Nothing is ever written into a published segment; a version becomes visible when its
+A manifest (`index/manifest.py`) lists the segments that make up its version, each with the
+size of every data file (so a truncated file is found by a listing, before any Spark work),
+the band plan and fingerprint settings fixed at creation, and the runs in the order they were
+published. Nothing is ever written into a published segment; a version becomes visible when its
 manifest file appears, which is a single atomic step (a complete temporary file hard-linked
 to the next free version number on local disks, `FileContext.rename` without overwrite
 elsewhere): two runs cannot publish the same version, and a killed run leaves only a
 segment no manifest references (`jobs/index.py compact` removes those).
 
 Crash windows, closed (docs/index.md, "Runs that lose nothing"):
-- A run holds a *lease* (`leases/run-*.json`, its mtime refreshed every 30 s by a thread)
-  from `IndexSession.open` to its commit or abort, and `compact` holds `leases/compact.json`
-  (created only if absent): each refuses to start while the other's lease is live, so compact
-  never deletes a segment a run is about to publish. A killed holder's lease goes stale (its
-  process is gone on this host, or it was not refreshed for 10 minutes) and is ignored.
+- A run and `compact` never overlap: each holds a lease while it works and refuses to start
+  while the other's is live (`index/lease.py`), so compact never deletes a segment a run is
+  about to publish.
 - `publish` checks that every file the new manifest lists exists with its recorded size
   before linking it (IndexCorruptError, nothing published, otherwise).
 - On local disks the new segment's files, the manifest and its folder are fsynced before the
   manifest is linked, and the folder after, so a power loss cannot leave a linked manifest
   that is empty or names files that were never on disk.
 
-Pure bookkeeping plus Hadoop FileSystem calls; the DataFrame work is in `index_match`.
+Bookkeeping plus Hadoop FileSystem calls, and `write_segment` (a segment's Parquet); the
+DataFrame work of a run against the index is in `index/lookup.py`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
-import socket
-import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -50,21 +46,12 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
 from simhash_udf.files import hadoop, inputs, outputs
+from simhash_udf.index.manifest import Manifest
 from simhash_udf.stages import join
 
-FORMAT_VERSION = 1
 MANIFESTS = "manifests"
 SEGMENTS = "segments"
-LEASES = "leases"
-COMPACT_LEASE = f"{LEASES}/compact.json"
-# A lease's holder touches it this often; one not touched for LEASE_TTL_SECONDS is stale (its
-# holder was killed on another machine). The TTL also absorbs clock skew between machines.
-LEASE_HEARTBEAT_SECONDS = 30.0
-LEASE_TTL_SECONDS = 600.0
 _MANIFEST_NAME = re.compile(r"^(\d{8})\.json$")
-# Expected number of distinct fingerprints an index is planned for when --index-size is not
-# given: the band plan is fixed for the index's whole life, so it is sized for a large crawl.
-DEFAULT_EXPECTED_SIZE = 1_000_000_000
 # Unreferenced segments younger than this are left alone by `compact`: they may belong to a
 # run that is still going and will publish them.
 DEFAULT_MIN_AGE_SECONDS = 3600
@@ -88,93 +75,13 @@ class IndexConflictError(outputs.OutputError):
     """Another run published a new version of the index while this one was running."""
 
 
-class IndexBusyError(outputs.OutputError):
-    """A run and `compact` would overlap: the one that came second is refused (exit code 2)."""
 
 
 log = logging.getLogger("simhash_udf")
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """One published run: its id, publication order and what it added."""
-
-    run_id: str
-    seq: int
-    segment: str
-    input_digest: str
-    base_version: int
-    published_at: str
-    entries: int
-    keys: int
 
 
-@dataclass(frozen=True)
-class Segment:
-    """A data folder of the index: `folder` relative to the index root, the runs whose
-    entries it holds, and the size of each of its data files (relative paths)."""
-
-    folder: str
-    runs: tuple[str, ...]
-    files: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """One version of the index."""
-
-    version: int
-    k: int
-    blocks: int
-    fingerprint: dict[str, Any]
-    id_type: str
-    runs: tuple[RunInfo, ...] = ()
-    segments: tuple[Segment, ...] = ()
-    next_seq: int = 1
-    created_at: str = ""
-
-    @property
-    def plan(self) -> bands.BandPlan:
-        return bands.BandPlan(self.k, self.blocks)
-
-    def run(self, run_id: str) -> RunInfo | None:
-        return next((r for r in self.runs if r.run_id == run_id), None)
-
-    def to_json(self) -> str:
-        body = asdict(self)
-        body["format"] = FORMAT_VERSION
-        return json.dumps(body, indent=1, sort_keys=True) + "\n"
-
-    @staticmethod
-    def from_json(text: str) -> Manifest:
-        body = json.loads(text)
-        if body.get("format") != FORMAT_VERSION:
-            raise ValueError(f"unknown index format {body.get('format')!r}")
-        return Manifest(
-            version=body["version"],
-            k=body["k"],
-            blocks=body["blocks"],
-            fingerprint=body["fingerprint"],
-            id_type=body["id_type"],
-            runs=tuple(RunInfo(**r) for r in body["runs"]),
-            segments=tuple(
-                Segment(s["folder"], tuple(s["runs"]), dict(s["files"])) for s in body["segments"]
-            ),
-            next_seq=body["next_seq"],
-            created_at=body.get("created_at", ""),
-        )
-
-    def without_run(self, run_id: str) -> Manifest:
-        """This manifest with a run's own segment dropped (the run must have one of its own)."""
-        return replace(
-            self,
-            runs=tuple(r for r in self.runs if r.run_id != run_id),
-            segments=tuple(s for s in self.segments if s.runs != (run_id,)),
-        )
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def safe_name(run_id: str) -> str:
@@ -206,23 +113,24 @@ class IndexStore:
         self.root = self._root.toString()
 
     # -- paths ---------------------------------------------------------------------------
-    def _path(self, relative: str) -> Any:
+    def fs_path(self, relative: str) -> Any:
+        """The Hadoop Path of something inside the index."""
         return self._jvm.org.apache.hadoop.fs.Path(self._root, relative)
 
     def path(self, relative: str) -> str:
         """The full path of something inside the index."""
-        return self._path(relative).toString()
+        return self.fs_path(relative).toString()
 
     def exists(self, relative: str) -> bool:
-        return bool(self.fs.exists(self._path(relative)))
+        return bool(self.fs.exists(self.fs_path(relative)))
 
     def delete(self, relative: str) -> None:
-        self.fs.delete(self._path(relative), True)
+        self.fs.delete(self.fs_path(relative), True)
 
     # -- manifests -----------------------------------------------------------------------
     def versions(self) -> list[int]:
         """Published versions, oldest first."""
-        folder = self._path(MANIFESTS)
+        folder = self.fs_path(MANIFESTS)
         if not self.fs.exists(folder):
             return []
         found = []
@@ -236,7 +144,7 @@ class IndexStore:
         return self.path(f"{MANIFESTS}/{version:08d}.json")
 
     def read_text(self, relative: str) -> str:
-        stream = self.fs.open(self._path(relative))
+        stream = self.fs.open(self.fs_path(relative))
         try:
             data = bytes(stream.readAllBytes())
         finally:
@@ -264,7 +172,7 @@ class IndexStore:
         differs from what the manifest recorded (a truncated or replaced file)."""
         for segment in manifest.segments:
             for relative, size in segment.files.items():
-                path = self._path(f"{segment.folder}/{relative}")
+                path = self.fs_path(f"{segment.folder}/{relative}")
                 if not self.fs.exists(path):
                     raise IndexCorruptError(
                         f"index file {path.toString()} is missing (listed by version {manifest.version}); "
@@ -294,12 +202,12 @@ class IndexStore:
             ) from None
         for folder in new_segments:
             self.sync_folder(folder)
-        self.fs.mkdirs(self._path(MANIFESTS))
+        self.fs.mkdirs(self.fs_path(MANIFESTS))
         tmp = f"{MANIFESTS}/_tmp-{uuid.uuid4().hex}.json"
         final = f"{MANIFESTS}/{manifest.version:08d}.json"
         self.write_file(tmp, manifest.to_json())
         try:
-            if not self._exclusive_rename(tmp, final):
+            if not self.exclusive_rename(tmp, final):
                 raise IndexConflictError(
                     f"another run published version {manifest.version} of the index {self.root} "
                     "while this run was working; nothing of this run was added (rerun it: it will "
@@ -307,7 +215,7 @@ class IndexStore:
                 )
         finally:
             self.delete(tmp)
-            self._drop_checksum(tmp)
+            self.drop_checksum(tmp)
 
     def is_local(self) -> bool:
         return self._root.toUri().getScheme() in (None, "file")
@@ -324,7 +232,7 @@ class IndexStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             return
-        stream = self.fs.create(self._path(relative), True)
+        stream = self.fs.create(self.fs_path(relative), True)
         try:
             stream.write(bytearray(data))
             stream.hsync()
@@ -343,7 +251,7 @@ class IndexStore:
             _fsync_path(folder)
         _fsync_path(os.path.dirname(top))
 
-    def _exclusive_rename(self, tmp: str, final: str) -> bool:
+    def exclusive_rename(self, tmp: str, final: str) -> bool:
         """Rename that fails (False) when `final` exists, atomically."""
         uri = self._root.toUri()
         if uri.getScheme() in (None, "file"):
@@ -361,7 +269,7 @@ class IndexStore:
         )
         rename_none = self._jvm.org.apache.hadoop.fs.Options.Rename.NONE
         try:
-            context.rename(self._path(tmp), self._path(final), [rename_none])
+            context.rename(self.fs_path(tmp), self.fs_path(final), [rename_none])
         except Exception as error:  # py4j wraps FileAlreadyExistsException
             if "FileAlreadyExists" in str(error) or self.exists(final):
                 return False
@@ -369,9 +277,9 @@ class IndexStore:
         return True
 
     def _local(self, relative: str) -> str:
-        return str(self._jvm.java.io.File(self._path(relative).toUri()).getAbsolutePath())
+        return str(self._jvm.java.io.File(self.fs_path(relative).toUri()).getAbsolutePath())
 
-    def _drop_checksum(self, relative: str) -> None:
+    def drop_checksum(self, relative: str) -> None:
         parent, name = os.path.split(relative)
         crc = f"{parent}/.{name}.crc"
         if self.exists(crc):
@@ -386,7 +294,7 @@ class IndexStore:
     def data_files(self, folder: str) -> dict[str, int]:
         """Every data file under a segment folder (relative path -> bytes), hidden files
         and Spark's markers left out."""
-        base = self._path(folder)
+        base = self.fs_path(folder)
         prefix = base.toString().rstrip("/") + "/"
         files: dict[str, int] = {}
         iterator = self.fs.listFiles(base, True)
@@ -401,7 +309,7 @@ class IndexStore:
 
     def segments_on_disk(self) -> list[tuple[str, float]]:
         """Every segment folder (relative) with its age in seconds."""
-        folder = self._path(SEGMENTS)
+        folder = self.fs_path(SEGMENTS)
         if not self.fs.exists(folder):
             return []
         now = time.time() * 1000
@@ -431,87 +339,6 @@ class IndexStore:
                 found.append(version)
         return found
 
-    # -- leases: runs and compact exclude each other ---------------------------------------
-    def take_run_lease(self, run_id: str) -> Lease:
-        """A lease held by a run from its open to its commit or abort. Raises IndexBusyError
-        (nothing kept) while `compact` holds a live lease on the index."""
-        lease = Lease.start(self, f"{LEASES}/run-{safe_name(run_id)}-{uuid.uuid4().hex[:8]}.json", run_id)
-        # Written first, checked second (compact does the reverse): of a run and a compact
-        # starting together, at least one sees the other.
-        holder = self.live_lease(COMPACT_LEASE)
-        if holder is not None:
-            lease.release()
-            raise IndexBusyError(
-                f"`compact` is running on the index {self.root} ({_holder_text(holder)}); this run "
-                "did nothing: run it again once compact is done"
-            )
-        return lease
-
-    def take_compact_lease(self) -> Lease:
-        """The compact lease, created only if absent (a stale one is replaced). Raises
-        IndexBusyError, holding nothing, while another compact or any run holds a live lease."""
-        for _ in range(2):
-            lease = Lease.start(self, COMPACT_LEASE, "compact", exclusive=True)
-            if lease is not None:
-                break
-            holder = self.live_lease(COMPACT_LEASE)
-            if holder is not None:
-                raise IndexBusyError(
-                    f"another `compact` is running on the index {self.root} ({_holder_text(holder)})"
-                )
-            log.warning("index %s: removing the stale compact lease of a killed compact", self.root)
-            self.delete(COMPACT_LEASE)
-        else:
-            raise IndexBusyError(f"could not take the compact lease of the index {self.root}; try again")
-        runs, stale = [], []
-        for relative in self.lease_files():
-            holder = self.live_lease(relative)
-            (runs if holder is not None else stale).append(holder or relative)
-        if runs:
-            lease.release()
-            names = ", ".join(f"{h.get('name')!r} ({_holder_text(h)})" for h in runs)
-            raise IndexBusyError(
-                f"{len(runs)} run(s) are going on the index {self.root}: {names}; compact did "
-                "nothing: run it when no run is going"
-            )
-        for relative in stale:  # leases of killed runs
-            self.delete(relative)
-            self._drop_checksum(relative)
-        return lease
-
-    def lease_files(self) -> list[str]:
-        """Every run lease file (relative), live or stale."""
-        folder = self._path(LEASES)
-        if not self.fs.exists(folder):
-            return []
-        return sorted(
-            f"{LEASES}/{s.getPath().getName()}"
-            for s in self.fs.listStatus(folder)
-            if s.getPath().getName().startswith("run-") and s.getPath().getName().endswith(".json")
-        )
-
-    def live_lease(self, relative: str) -> dict[str, Any] | None:
-        """The lease's holder (kind, name, host, pid, started_at, age) when it is live: on this
-        host, its process is running and it was refreshed within LEASE_TTL_SECONDS; on another,
-        it was refreshed within LEASE_TTL_SECONDS. None when absent or stale."""
-        path = self._path(relative)
-        try:
-            status = self.fs.getFileStatus(path)
-            holder = json.loads(self.read_text(relative))
-        except Exception:  # gone meanwhile (released), or half-written: judged by age alone
-            if not self.fs.exists(path):
-                return None
-            holder = {}
-            status = self.fs.getFileStatus(path)
-        holder["age"] = time.time() - status.getModificationTime() / 1000
-        if holder["age"] > LEASE_TTL_SECONDS:
-            return None
-        if holder.get("host") == socket.gethostname() and not _process_alive(holder.get("pid")):
-            return None
-        return holder
-
-    def touch(self, relative: str) -> None:
-        self.fs.setTimes(self._path(relative), int(time.time() * 1000), -1)
 
     # -- data ----------------------------------------------------------------------------
     def read(self, manifest: Manifest, part: str) -> DataFrame | None:
@@ -522,72 +349,6 @@ class IndexStore:
         return _read_parquet(self.spark, folders)
 
 
-class Lease:
-    """A lease file of the index, refreshed by a daemon thread until `release`."""
-
-    def __init__(self, store: IndexStore, relative: str) -> None:
-        self.store = store
-        self.relative = relative
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"index-lease {relative}", daemon=True)
-
-    @staticmethod
-    def start(store: IndexStore, relative: str, name: str, exclusive: bool = False) -> Lease | None:
-        """Create the lease file (holder: kind, name, host, pid, started_at) and start its
-        heartbeat; with `exclusive`, None when the file already exists."""
-        body = json.dumps({
-            "kind": "compact" if relative == COMPACT_LEASE else "run", "name": name,
-            "host": socket.gethostname(), "pid": os.getpid(), "started_at": now_iso(),
-        })
-        if exclusive:
-            tmp = f"{LEASES}/_tmp-{uuid.uuid4().hex}.json"
-            store.write_file(tmp, body)
-            try:
-                if not store._exclusive_rename(tmp, relative):
-                    return None
-            finally:
-                store.delete(tmp)
-                store._drop_checksum(tmp)
-        else:
-            store.write_file(relative, body)
-        lease = Lease(store, relative)
-        lease._thread.start()
-        return lease
-
-    def _beat(self) -> None:
-        while not self._stop.wait(LEASE_HEARTBEAT_SECONDS):
-            try:
-                self.store.touch(self.relative)
-            except Exception as error:  # a failed beat is retried; a lost lease ages out
-                log.warning("index lease %s not refreshed: %s", self.relative, error)
-
-    def release(self) -> None:
-        """Stop refreshing and delete the lease file (idempotent)."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(timeout=LEASE_HEARTBEAT_SECONDS)
-        self.store.delete(self.relative)
-        self.store._drop_checksum(self.relative)
-
-
-def _holder_text(holder: dict[str, Any]) -> str:
-    return (
-        f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}, since {holder.get('started_at', '?')}, "
-        f"refreshed {holder.get('age', 0):.0f} s ago"
-    )
-
-
-def _process_alive(pid: Any) -> bool:
-    if not isinstance(pid, int):
-        return True  # unknown: judged by the lease's age alone
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _fsync_path(path: str) -> None:

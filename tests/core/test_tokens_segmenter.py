@@ -199,7 +199,8 @@ def test_an_index_from_before_the_segmenter_setting_is_refused_for_rjieba() -> N
 
     from simhash_udf.core.config import DedupeConfig
     from simhash_udf.index.session import _check_settings, fingerprint_settings
-    from simhash_udf.index.store import IndexError_, Manifest
+    from simhash_udf.index.manifest import Manifest
+    from simhash_udf.index.store import IndexError_
 
     old_settings = fingerprint_settings(DedupeConfig())
     del old_settings["segmenter"]

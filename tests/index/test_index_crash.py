@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from helpers import clusters_of, entries_of, entry_key, missing_or_resized, newest_manifest, run_job
 
-from simhash_udf.index import store as index_module
+from simhash_udf.index import lease as index_lease
 from simhash_udf.index.session import IndexSession
 from simhash_udf.index.store import IndexStore
 
@@ -173,7 +173,7 @@ def test_a_run_is_refused_while_compact_holds_its_lease(spark, dedupe_main, two_
     index = tmp_path / "index"
     shutil.copytree(two_days["template"], index)
     store = IndexStore(spark, str(index))
-    lease = store.take_compact_lease()
+    lease = index_lease.take_compact_lease(store)
     try:
         code = run_job(dedupe_main, spark, two_days["day2"], tmp_path / "out", index, "--run-id", "d2")
     finally:
@@ -210,7 +210,7 @@ def test_leases_of_killed_runs_do_not_block_compact_and_live_ones_do(
     shutil.copytree(two_days["template"], index)
     here = socket.gethostname()
     dead_here = write_lease(index, "dead-here", here, _exited_pid(), age_seconds=5)
-    silent_elsewhere = write_lease(index, "silent", "another-host", 1, age_seconds=index_module.LEASE_TTL_SECONDS + 60)
+    silent_elsewhere = write_lease(index, "silent", "another-host", 1, age_seconds=index_lease.LEASE_TTL_SECONDS + 60)
     assert index_main(["compact", "--index", str(index), "--min-age", "0"], spark=spark) == 0
     capsys.readouterr()
     assert not dead_here.exists() and not silent_elsewhere.exists(), "stale leases are cleaned up"
