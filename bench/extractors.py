@@ -1,12 +1,12 @@
 """Benchmark: main-content extractors on real pages, for `--extract main` (issue 4).
 
-    .venv/bin/python bench/extractors.py [--repeats 3] [--quick] [--out docs/extraction.md]
+    .venv/bin/python -m bench.extractors [--repeats 3] [--quick] [--out docs/extraction.md]
 
 Writes docs/extraction.md (and prints it); about 10 minutes. Needs the real pages in
 ../shared/data/web and the bench extra (`pip install -e '.[bench]'`: readability-lxml;
 trafilatura and resiliparse are dependencies of the job itself).
 
-Pages (`load_pages`):
+Pages (`load_pages`, from bench/datasets.py's loaders):
 - aeb: 181 news and blog pages with their article text (`ground-truth.json`, `articleBody`).
 - readability: Mozilla readability's test pages taken from real sites: `source.html` with
   the article's `expected.html` (its visible text is the ground truth). The tiny hand-made
@@ -45,8 +45,6 @@ Figures:
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import multiprocessing
 import random
 import re
@@ -54,38 +52,24 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime, timezone
 from itertools import combinations
 from pathlib import Path
 from urllib.parse import urlparse
 
+from bench.datasets import Page, load_aeb, load_readability
+from bench.machine import cpu_model
+from simhash_udf.core import extract as job_extract
+from simhash_udf.core.fingerprint import fingerprint, hamming
+from simhash_udf.core.html_text import html_to_text
+from simhash_udf.core.normalise import normalise
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from machine import cpu_model  # noqa: E402
-
-from simhash_udf.core import extract as job_extract  # noqa: E402
-from simhash_udf.core.fingerprint import fingerprint, hamming  # noqa: E402
-from simhash_udf.core.html_text import html_to_text  # noqa: E402
-from simhash_udf.core.normalise import normalise  # noqa: E402
-
 DATA = ROOT.parent / "shared" / "data" / "web"
 K = 3
 MIN_REAL_PAGE_BYTES = 20_000
 ROBUSTNESS_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class Page:
-    """One real page: where it comes from, its HTML, its article text and its site."""
-
-    name: str
-    corpus: str
-    html: str
-    article: str
-    site: str
 
 
 # ---------------------------------------------------------------- data
@@ -108,7 +92,7 @@ def registered_domain(url_or_host: str) -> str:
     return ".".join(labels[-2:])
 
 
-def readability_site(folder: Path, html: str) -> str:
+def readability_site(folder: str, html: str) -> str:
     """The page's registered domain from its canonical URL, else its folder name less `-N`."""
     found = _CANONICAL.search(html)
     if found:
@@ -117,28 +101,15 @@ def readability_site(folder: Path, html: str) -> str:
             url = "https:" + url
         if urlparse(url).hostname:
             return registered_domain(url)
-    return re.sub(r"-\d+$", "", folder.name)
+    return re.sub(r"-\d+$", "", folder)
 
 
 def load_pages(data: Path = DATA) -> list[Page]:
-    """The aeb pages and the real-site readability pages, with article text and site."""
-    pages: list[Page] = []
-    truth = json.loads((data / "aeb" / "ground-truth.json").read_text(encoding="utf-8"))
-    for name, item in sorted(truth.items()):
-        raw = gzip.decompress((data / "aeb" / "html" / f"{name}.html.gz").read_bytes())
-        pages.append(Page(
-            name, "aeb", raw.decode("utf-8", errors="replace"), item["articleBody"],
-            registered_domain(item["url"]),
-        ))
-    for folder in sorted((data / "readability" / "test-pages").iterdir()):
-        source = folder / "source.html"
-        if not source.is_file() or source.stat().st_size < MIN_REAL_PAGE_BYTES:
-            continue
-        html = source.read_text(encoding="utf-8", errors="replace")
-        expected = (folder / "expected.html").read_text(encoding="utf-8", errors="replace")
-        pages.append(Page(folder.name, "readability", html, html_to_text(expected),
-                          readability_site(folder, html)))
-    return pages
+    """The aeb pages and the real-site readability pages, each with its site by this
+    benchmark's rule (`registered_domain`, `readability_site`)."""
+    aeb = [replace(p, site=registered_domain(p.url or "")) for p in load_aeb(data / "aeb")]
+    readability = load_readability(data / "readability" / "test-pages", min_bytes=MIN_REAL_PAGE_BYTES)
+    return aeb + [replace(p, site=readability_site(p.name, p.html)) for p in readability]
 
 
 # ---------------------------------------------------------------- extractors
@@ -323,7 +294,7 @@ def render(pages, pairs, q, pages_per_s, robust, repeats, seconds) -> str:
     lines = [
         "# Main-text extraction: which extractor, measured",
         "",
-        "Written by `.venv/bin/python bench/extractors.py` "
+        "Written by `.venv/bin/python -m bench.extractors` "
         f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {seconds:.0f} s, {cpu_model()}, "
         f"one process; speed = median of {repeats} passes). Do not edit by hand.",
         "",
@@ -398,7 +369,7 @@ def render(pages, pairs, q, pages_per_s, robust, repeats, seconds) -> str:
         f"tie), then speed. By this run's figures the rule picks **{chosen}**; "
         f"`simhash_udf/core/extract.py` runs **{job}** (`trafilatura.extract(fast=True)`, "
         f"trafilatura pinned in pyproject.toml)"
-        + ("." if chosen == job else f": THEY DIFFER, the job should follow the figures."),
+        + ("." if chosen == job else ": THEY DIFFER, the job should follow the figures."),
         "",
         f"- Main content against all visible text: the mean distance to the article falls from "
         f"{allv['mean']:.1f} to {fast['mean']:.1f} bits and the pages within k = {K} of their "

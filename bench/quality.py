@@ -1,14 +1,14 @@
 """Detection quality, measured on every set in ../shared/data; writes docs/quality.md.
 
-    .venv/bin/python bench/quality.py            # full run, a few minutes on 2 cores
-    .venv/bin/python bench/quality.py --quick    # small seeded samples: a smoke test, not a result
+    .venv/bin/python -m bench.quality            # full run, a few minutes on 2 cores
+    .venv/bin/python -m bench.quality --quick    # small seeded samples: a smoke test, not a result
 
 What is scored is what the job runs: a page's text comes from `extract.extract(html, "main")`
 (the job's `--extract main`), every text is `text.normalise`d, fingerprinted by
 `fingerprint.fingerprints` with the default `FingerprintConfig`, and a pair is merged as the
 job merges it: exact copies (equal normalised text) always, otherwise both texts fingerprinted
 (at least `min_features` distinct features) and at most `k` bits apart. The band join finds
-every pair within k (tests/test_join*.py hold it to brute force), so pair distances stand for
+every pair within k (tests/stages/test_join.py holds it to brute force), so pair distances stand for
 the join without running Spark. With the short-text policy (`simhash_udf.core.short_text_policy`), a merged
 pair whose shorter text is below `VerifyConfig.below_chars` characters must also reach the
 shingle Jaccard threshold.
@@ -26,10 +26,10 @@ pages of different sites (these page sets both as `--extract main` gives them an
 visible text, `extract_text(html, "all")`: plain-text input often still carries boilerplate,
 and the job extracts nothing from it), PAN-13 documents sharing one passage, labelled
 sentence pairs (per dataset and language; STS-B graded), synthetic near-copies of the articles (1 % and 3 % of words edited, as
-bench/tune_defaults.py makes them) and unrelated long documents. Then every default is varied
+bench/near_copies.py makes them) and unrelated long documents. Then every default is varied
 around its value on the same sets; a variant is admissible only when the rails hold in both
-extraction modes, at k and at k + 1. Loaders, pair frames and near-copy edits are
-bench/tune_defaults.py's.
+extraction modes, at k and at k + 1. The sets are loaded by bench/datasets.py, paired by
+bench/pair_sets.py and copied by bench/near_copies.py; fingerprinted by bench/fingerprinting.py.
 """
 
 from __future__ import annotations
@@ -45,55 +45,44 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:  # tune_defaults imports its neighbours by plain name
-    sys.path.insert(0, str(BENCH))
-
-from tune_defaults import (  # noqa: E402
-    RAIL_EXCLUDED_DATASET_PREFIX,
-    Corpus,
-    Setting,
+from bench.datasets import (
+    AEB,
+    DEFAULT_DATA,
+    PAN13_PAIRS,
+    READABILITY,
+    SENTENCE_PAIRS,
     check_data,
     count_lines_gz,
-    fingerprint_all,
-    library_version,
     load_aeb,
     load_pan13,
     load_readability,
     load_sentence_pairs,
-    log,
-    machine,
-    md_table,
-    num,
+    resolve,
+)
+from bench.fingerprinting import Setting, fingerprint_all, software
+from bench.machine import library_version, machine_line
+from bench.metrics import auc, spearman
+from bench.near_copies import synthetic_frame, synthetic_sources
+from bench.pair_sets import (
+    RAIL_EXCLUDED_DATASET_PREFIX,
+    DistinctTexts,
+    other_site_frame,
     page_article_frame,
     pan13_frame,
-    pct,
-    resolve,
     same_site_frame,
     sentence_pair_frame,
-    software,
-    spearman,
     sts_bucket,
-    synthetic_frame,
-    synthetic_sources,
     text_group,
     unrelated_frame,
 )
+from bench.runners import log
+from bench.tables import md_table, num, pct
+from simhash_udf.core import bands
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig, VerifyConfig
+from simhash_udf.core.extract import extract, extract_text  # the job's --extract
+from simhash_udf.core.short_text_policy import keeps, shingles
 
-from simhash_udf.core import bands  # noqa: E402
-from simhash_udf.core.config import DedupeConfig, FingerprintConfig  # noqa: E402
-from simhash_udf.core.extract import extract, extract_text  # noqa: E402  (the job's --extract)
-
-try:  # helper H4's short-text policy (--verify)
-    from simhash_udf.core.config import VerifyConfig
-    from simhash_udf.core.short_text_policy import jaccard, shingles
-except ImportError:  # pragma: no cover - only before short_text_policy.py exists
-    VerifyConfig = None  # type: ignore[assignment,misc]
-    from simhash_udf.core.short_text_policy import jaccard, shingles  # shingles are needed by the anchors
-
-DEFAULT_DATA = Path("../shared/data")
 DEFAULT_OUT = Path("docs/quality.md")
 SEED = 20_240_601
 
@@ -110,20 +99,6 @@ DEFAULT_K = DedupeConfig().k
 
 
 # --------------------------------------------------------------------------- metrics (pure)
-
-
-def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
-    """P(a positive pair is closer than a negative one), ties counting one half.
-
-    Distances (smaller = more similar), any real values; NaN when either side is empty.
-    Computed from ranks (Mann-Whitney U of the negatives), O(n log n).
-    """
-    pos, neg = np.asarray(positive, dtype=float), np.asarray(negative, dtype=float)
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    ranks = rankdata(np.concatenate([pos, neg]))  # average ranks for ties
-    u_neg = ranks[len(pos):].sum() - len(neg) * (len(neg) + 1) / 2
-    return float(u_neg / (len(pos) * len(neg)))
 
 
 def hamming_many(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -230,7 +205,7 @@ class SimhashPackage:
     label = "simhash pkg"
 
     def __init__(self, texts: Sequence[str], k: int = DEFAULT_K) -> None:
-        from fingerprint_throughput import _simhash_class  # its numpy-2 fix
+        from bench.fingerprint_throughput import _simhash_class  # its numpy-2 fix
 
         cls = _simhash_class()
         self.values = np.array([cls(t).value for t in texts], dtype=np.uint64).view(np.int64)
@@ -269,23 +244,17 @@ class MinHashAnchor:
         return Scored(dist, merged | frame["exact"].to_numpy(dtype=bool))
 
 
-def short_text_policy(texts: Sequence[str], threshold: float, below_chars: int | None,
-                      shingle: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """`--verify`'s check as a function of pair indices: True when a pair passes (its shorter
-    text is long enough to be left alone, or its shingle Jaccard reaches the threshold)."""
-    cache: dict[int, set[str]] = {}
-
-    def shingle_set(i: int) -> set[str]:
-        if i not in cache:
-            cache[i] = shingles(texts[i], shingle, normalised=True)
-        return cache[i]
+def short_text_policy(texts: Sequence[str], policy: VerifyConfig) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """`--verify`'s check (`verify.keeps`) as a function of pair indices: True when a pair
+    passes. Each pair's decision is kept, since every variant scored asks again."""
+    decided: dict[tuple[int, int], bool] = {}
 
     def passes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out = np.ones(len(a), dtype=bool)
-        for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-            if below_chars is not None and min(len(texts[x]), len(texts[y])) >= below_chars:
-                continue
-            out[j] = jaccard(shingle_set(x), shingle_set(y)) >= threshold
+        for j, pair in enumerate(zip(a.tolist(), b.tolist())):
+            if pair not in decided:
+                decided[pair] = keeps(texts[pair[0]], texts[pair[1]], policy)
+            out[j] = decided[pair]
         return out
 
     return passes
@@ -298,7 +267,7 @@ def short_text_policy(texts: Sequence[str], threshold: float, below_chars: int |
 class Sets:
     """Every pair set as a frame of corpus indices (`a`, `b`, `exact`) plus its labels."""
 
-    corpus: Corpus
+    corpus: DistinctTexts
     frames: dict[str, pd.DataFrame]
     total_pairs: int
     extractor: str
@@ -306,7 +275,7 @@ class Sets:
 
 def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets:
     """Load, extract and normalise every set (seeded samples with --quick or --max-pairs)."""
-    corpus = Corpus()
+    corpus = DistinctTexts()
     fallbacks = [0, 0]  # pages where --extract main found nothing and kept all visible text
 
     def main(html: str) -> str:
@@ -315,7 +284,7 @@ def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets
         fallbacks[1] += 1
         return done.text
 
-    readability_dir, aeb_dir = data / "web/readability/test-pages", data / "web/aeb"
+    readability_dir, aeb_dir = data / READABILITY, data / AEB
     readability, aeb = load_readability(readability_dir, main), load_aeb(aeb_dir, main)
     def all_text(html: str) -> str:  # `--extract all`: what plain-text input with boilerplate is like
         return extract_text(html, "all")
@@ -328,8 +297,8 @@ def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets
         readability_all = [p for p in readability_all if p.name in keep]
         aeb, aeb_all = aeb[:20], aeb_all[:20]
     n_pairs = max_pairs if max_pairs is not None else (4_000 if quick else None)
-    sentence_rows = load_sentence_pairs(data / "pairs/pairs.jsonl.gz", n_pairs, seed)
-    pan13_rows = load_pan13(data / "pan13/pairs.jsonl.gz", 40 if quick else None, seed)
+    sentence_rows = load_sentence_pairs(data / SENTENCE_PAIRS, n_pairs, seed)
+    pan13_rows = load_pan13(data / PAN13_PAIRS, 40 if quick else None, seed)
     sources = synthetic_sources(readability_all, aeb_all, [], 40 if quick else None, seed)
     frames = {
         "page_article": pd.concat([page_article_frame(readability, "readability", corpus),
@@ -353,19 +322,7 @@ def load_sets(data: Path, quick: bool, seed: int, max_pairs: int | None) -> Sets
                                                          frames["same_site" + suffix])
     extractor = (f"`extract.extract(html, 'main')` (the job's `--extract main`; it fell back to all "
                  f"visible text on {fallbacks[0]} of {fallbacks[1]} pages)")
-    return Sets(corpus, frames, count_lines_gz(data / "pairs/pairs.jsonl.gz"), extractor)
-
-
-def other_site_frame(pages: pd.DataFrame, same_site: pd.DataFrame) -> pd.DataFrame:
-    """Every pair of pages (one extraction mode) of one script group that is not a same-site pair.
-
-    pages: a page <-> article frame (`a` is the page text, `group` its article's script group);
-    same_site: that mode's same-site frame, whose pairs are left out. Pages of different sites
-    share no article, so none of these pairs may merge; with all visible text they still share
-    common boilerplate (menus, cookie notices) that main-content extraction drops.
-    """
-    docs = list(zip(pages["a"].tolist(), pages["group"].tolist()))
-    return unrelated_frame(docs, set(zip(same_site["a"].tolist(), same_site["b"].tolist())))
+    return Sets(corpus, frames, count_lines_gz(data / SENTENCE_PAIRS), extractor)
 
 
 # --------------------------------------------------------------------------- variants
@@ -405,39 +362,38 @@ class Row:
 def default_rows(fps: dict[str, Ours], texts: Sequence[str]) -> list[Row]:
     """Every variant of the defaults table, the job's defaults first (all with its policy)."""
     base = fps["default"]
-    policy = policy_text(VerifyConfig()) if VerifyConfig is not None else "none"
+    policy = policy_text(VerifyConfig())
     rows = [Row("default", f"defaults ({default_setting().label}, k {DEFAULT_K}, min_features "
                 f"{DEFAULT_FP.min_features}, verify {policy})", base)]
     rows += [Row(p, label, fps[label]) for p, label, _ in fingerprint_variants()[1:]]
     rows += [Row("k", f"k {k}", base.variant(f"k {k}", k=k)) for k in (2, 4, 5) if k != DEFAULT_K]
     rows += [Row("min_features", f"min_features {m}", base.variant(f"min_features {m}", min_features=m))
              for m in (1, 8, 16) if m != DEFAULT_FP.min_features]
-    if VerifyConfig is not None:
-        v = VerifyConfig()
-        alternatives: list[tuple[float | None, int | None]] = [(None, v.below_chars)]
-        alternatives += [(t, v.below_chars) for t in (0.3, 0.5, 0.8) if t != v.threshold]
-        alternatives += [(v.threshold, b) for b in (100, 1000) if b != v.below_chars]
-        for threshold, below in alternatives:
-            alt = replace(v, threshold=threshold, below_chars=below)
-            label = f"verify {policy_text(alt)}"
-            rows.append(Row("short-text policy", label,
-                            base.variant(label, policy=job_policy(texts, alt))))
+    v = VerifyConfig()
+    alternatives: list[tuple[float | None, int | None]] = [(None, v.below_chars)]
+    alternatives += [(t, v.below_chars) for t in (0.3, 0.5, 0.8) if t != v.threshold]
+    alternatives += [(v.threshold, b) for b in (100, 1000) if b != v.below_chars]
+    for threshold, below in alternatives:
+        alt = replace(v, threshold=threshold, below_chars=below)
+        label = f"verify {policy_text(alt)}"
+        rows.append(Row("short-text policy", label,
+                        base.variant(label, policy=job_policy(texts, alt))))
     return rows
 
 
-def policy_text(v: object) -> str:
+def policy_text(v: VerifyConfig) -> str:
     """`jaccard:0.5 below 300 chars, 2-shingles`, or `none`."""
-    if v.threshold is None:  # type: ignore[attr-defined]
+    if v.threshold is None:
         return "none"
-    below = f" below {v.below_chars} chars" if v.below_chars else ""  # type: ignore[attr-defined]
-    return f"jaccard:{v.threshold:g}{below}, {v.shingle}-shingles"  # type: ignore[attr-defined]
+    below = f" below {v.below_chars} chars" if v.below_chars else ""
+    return f"jaccard:{v.threshold:g}{below}, {v.shingle}-shingles"
 
 
-def job_policy(texts: Sequence[str], v: object | None) -> Callable | None:
+def job_policy(texts: Sequence[str], v: VerifyConfig) -> Callable | None:
     """The short-text policy of a VerifyConfig as a pair check (None when it is off)."""
-    if v is None or v.threshold is None:  # type: ignore[attr-defined]
+    if v.threshold is None:
         return None
-    return short_text_policy(texts, v.threshold, v.below_chars, v.shingle)  # type: ignore[attr-defined]
+    return short_text_policy(texts, v)
 
 
 # --------------------------------------------------------------------------- report
@@ -551,8 +507,7 @@ def headline_section(methods: Sequence, figs: Sequence[Figures], frames: dict[st
         f"Each cell: **{names}** (k = {k} for both simhashes; MinHashLSH at Jaccard "
         f"{MINHASH_THRESHOLD}, {MINHASH_PERM} permutations). *ours* is the job with its defaults"
         + (f", including the short-text policy `--verify {policy_text(VerifyConfig())}`; "
-           "*simhash alone* is the same without it" if VerifyConfig is not None
-           and VerifyConfig().threshold is not None else "")
+           "*simhash alone* is the same without it" if VerifyConfig().threshold is not None else "")
         + ". Sentence-pair rows leave PAWS-X out "
         "(see *Sentence pairs*); \"merged\" is what the job does: exact copies always, otherwise "
         "fingerprints within k.\n\n"
@@ -833,11 +788,10 @@ def method_section(args: argparse.Namespace, sets: Sets, wall: dict[str, float],
     pairs = sets.frames["pairs"]
     rows = [
         ["date", time.strftime("%Y-%m-%d %H:%M %Z")],
-        ["machine", machine()],
-        ["software", software() + f", datasketch {_version('datasketch')}, simhash {_version('simhash')}, "
-         f"trafilatura {_version('trafilatura')}"],
+        ["machine", machine_line()],
+        ["software", software(("datasketch", "simhash", "trafilatura"))],
         ["library", library_version()],
-        ["command", "`.venv/bin/python bench/quality.py" + "".join(f" {a}" for a in args.argv) + "`"],
+        ["command", "`.venv/bin/python -m bench.quality" + "".join(f" {a}" for a in args.argv) + "`"],
         ["page text", f"{sets.extractor}, then `text.normalise`; articles: the ground truth"],
         ["sentence pairs", f"{len(pairs):,} of {sets.total_pairs:,}"
          + (f" (random sample, seed {args.seed})" if len(pairs) < sets.total_pairs else " (all)")],
@@ -859,15 +813,6 @@ def cpu_seconds() -> float:
 
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-def _version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "absent"
 
 
 # --------------------------------------------------------------------------- command line
@@ -909,7 +854,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = fingerprint_variants()
     fps = fingerprint_all(texts, [s for _, _, s in variants], args.workers)
     # Every fingerprint variant is scored as the job runs it: with its default short-text policy.
-    policy = job_policy(texts, VerifyConfig() if VerifyConfig is not None else None)
+    policy = job_policy(texts, VerifyConfig())
     ours = {("default" if p == "default" else label): Ours(fp.values, fp.n_features, label, policy=policy)
             for (p, label, _), fp in zip(variants, fps)}
     ours["default"].label = "ours"
@@ -941,7 +886,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    {"bands": minhash.bands, "rows": minhash.rows}))
     doc = (
         "# Detection quality, measured\n\n"
-        "Written by `.venv/bin/python bench/quality.py` (do not edit by hand). What the job "
+        "Written by `.venv/bin/python -m bench.quality` (do not edit by hand). What the job "
         "merges on every real set in `../shared/data`, beside datasketch's MinHashLSH and the "
         "`simhash` PyPI package on the same texts in the same run"
         + (" **(--quick: small samples, a smoke test, not a result)**" if args.quick else "")

@@ -241,3 +241,10 @@ def bench_session(
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+# ---------------------------------------------------------------- progress
+
+def log(message: str) -> None:
+    """Progress on stderr, with the time of day (a benchmark's document goes to its file)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

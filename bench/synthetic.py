@@ -1,6 +1,6 @@
 """Synthetic fingerprints with planted near-duplicate clusters and their known truth.
 
-    .venv/bin/python bench/synthetic.py --n 1000000 [--seed 1] [--k 3] [--check]
+    .venv/bin/python -m bench.synthetic --n 1000000 [--seed 1] [--k 3] [--check]
 
 N distinct signed 64-bit fingerprints: (1 - planted) x N uniformly random ones, and
 planted x N (default 1%) in clusters of 2-10 members. A cluster is a random seed and

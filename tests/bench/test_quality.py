@@ -1,4 +1,5 @@
-"""bench/quality.py: its metric functions against brute force, and its --quick run end to end."""
+"""bench/quality.py and the shared bench/metrics.py and bench/pair_sets.py it scores with: the
+metrics against brute force, the merge rules against hand-made cases, the --quick run end to end."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench import quality
+from bench.metrics import auc
+from bench.pair_sets import other_site_frame
+from simhash_udf.core.config import VerifyConfig
+from simhash_udf.core.fingerprint import hamming
+from simhash_udf.core.short_text_policy import jaccard, shingles
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import quality  # noqa: E402  (bench/quality.py)
-
-from simhash_udf.core.fingerprint import hamming  # noqa: E402
-from simhash_udf.core.short_text_policy import jaccard, shingles  # noqa: E402
 
 
 def brute_auc(pos: list[float], neg: list[float]) -> float:
@@ -34,14 +36,14 @@ def test_auc_matches_brute_force_pair_count(seed):
     draw = (lambda: rng.randint(0, 6)) if seed % 2 else (lambda: round(rng.random(), 1))
     pos = [draw() for _ in range(rng.randint(1, 12))]
     neg = [draw() for _ in range(rng.randint(1, 12))]
-    assert quality.auc(pos, neg) == pytest.approx(brute_auc(pos, neg), abs=1e-12)
+    assert auc(pos, neg) == pytest.approx(brute_auc(pos, neg), abs=1e-12)
 
 
 def test_auc_extremes_and_empty():
-    assert quality.auc([0, 1], [5, 6, 7]) == 1.0
-    assert quality.auc([5, 6], [0, 1]) == 0.0
-    assert quality.auc([3], [3]) == 0.5
-    assert np.isnan(quality.auc([], [1]))
+    assert auc([0, 1], [5, 6, 7]) == 1.0
+    assert auc([5, 6], [0, 1]) == 0.0
+    assert auc([3], [3]) == 0.5
+    assert np.isnan(auc([], [1]))
 
 
 def test_hamming_many_matches_scalar_hamming():
@@ -106,7 +108,7 @@ def test_lsh_candidates_equal_minhashlsh_query():
 def test_short_text_policy_checks_only_short_pairs():
     texts = ["a b c d e f", "a b c d x y", "p q r s", "a b c d e f g h i j " * 40,
              "k l m n o p q r s t " * 40]
-    passes = quality.short_text_policy(texts, threshold=0.5, below_chars=100, shingle=2)
+    passes = quality.short_text_policy(texts, VerifyConfig(threshold=0.5, below_chars=100, shingle=2))
     a, b = np.array([0, 0, 3]), np.array([1, 2, 4])
     expected_01 = jaccard(shingles(texts[0], 2), shingles(texts[1], 2)) >= 0.5
     # (3, 4) are unrelated but long: the policy leaves long pairs to simhash.
@@ -149,7 +151,7 @@ def test_a_variant_that_breaks_all_text_rails_at_k_plus_1_is_no_candidate():
 def test_other_site_frame_leaves_out_same_site_pairs_and_other_scripts():
     pages = pd.DataFrame({"a": [0, 1, 2, 3], "group": ["other", "other", "other", "han"]})
     same_site = pd.DataFrame({"a": [1], "b": [0]})  # either order
-    frame = quality.other_site_frame(pages, same_site)
+    frame = other_site_frame(pages, same_site)
     assert sorted(zip(frame["a"], frame["b"])) == [(0, 2), (1, 2)]
     assert not frame["exact"].any()
 
@@ -165,7 +167,7 @@ def test_distance_histogram_and_score_bins():
 def test_quick_run_writes_every_section(shared_data, tmp_path):
     out = tmp_path / "quality.md"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "quality.py"), "--quick", "--data", str(shared_data),
+        [sys.executable, "-m", "bench.quality", "--quick", "--data", str(shared_data),
          "--out", str(out)],
         capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
     )
@@ -187,7 +189,7 @@ def test_quick_run_writes_every_section(shared_data, tmp_path):
 
 def test_missing_data_is_a_clear_error(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "quality.py"), "--data", str(tmp_path / "none"),
+        [sys.executable, "-m", "bench.quality", "--data", str(tmp_path / "none"),
          "--out", str(tmp_path / "q.md")],
         capture_output=True, text=True, timeout=120, check=False, cwd=ROOT,
     )

