@@ -47,7 +47,7 @@ FILE_COLUMN = "_warc_file"
 DAMAGE_COLUMN = "_warc_damage"
 HELPER_COLUMNS = (SKIP_COLUMN, FILE_COLUMN, DAMAGE_COLUMN)
 # True for a row whose bytes were not valid in their encoding (any input format: see
-# `io.INVALID_BYTES_COLUMN`, which is this name); kept with the documents until deduped/.
+# `inputs.INVALID_BYTES_COLUMN`, which is this name); kept with the documents until deduped/.
 INVALID_BYTES_COLUMN = "_invalid_bytes"
 
 # Why a record is not a document (the `records` counts of the report).

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, IndexOptions
-from simhash_udf.index import lookup
+from simhash_udf.index import assign, lookup
 from simhash_udf.index.lease import Lease, take_run_lease
 from simhash_udf.index.manifest import Manifest, RunInfo, Segment, now_iso
 from simhash_udf.index.store import IndexCorruptError, IndexError_, IndexStore, input_digest, write_segment
@@ -221,7 +221,7 @@ class IndexSession:
                 ).unionByName(
                     links.select(F.col("dst").alias("fp_new"), F.col("src").alias("fp_old"), F.lit(1).alias("distance"))
                 )
-            by_component, bridges = lookup.indexed_clusters(reached, components, entries, run_seq)
+            by_component, bridges = assign.indexed_clusters(reached, components, entries, run_seq)
             by_component = self._stage(stages, "index_clusters", by_component)
             self.stats["bridged_components"] = bridges.count()
             self.stats["bridged_clusters"] = int(bridges.agg(F.sum("clusters")).first()[0] or 0)
@@ -236,7 +236,7 @@ class IndexSession:
             )
         clustered_full = self._stage(
             stages, "index_assign",
-            lookup.assign_with_index(marked, components, by_component, exact_entries, config.keep_order),
+            assign.assign_with_index(marked, components, by_component, exact_entries, config.keep_order),
         )
         clustered = clustered_full.select(*OUTPUT_COLUMNS)
 
@@ -276,7 +276,7 @@ class IndexSession:
             _optional(docs, self.options.url_col).alias("url"),
             _optional(docs, self.options.fetch_time_col).alias("fetch_time"),
         )
-        added = lookup.new_entries(clustered_full, marked, sources, indexed_fps, self.run_id)
+        added = assign.new_entries(clustered_full, marked, sources, indexed_fps, self.run_id)
         with stages.timed("index_write"):
             self._write_segment(added, plan)
         return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)

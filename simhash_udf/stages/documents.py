@@ -39,8 +39,8 @@ def needed_columns(config: DedupeConfig) -> list[str]:
 
 def keep_types(config: DedupeConfig) -> dict[str, tuple[type[DataType], ...]]:
     """The types a reader that infers its schema from the data should keep for the id and
-    text columns; any other type is read as strings (`io.read_input_files`): a JSON id that
-    is an object in one row, or a text that is a number, stays a row of the run."""
+    text columns; any other type is read as strings (`files/inputs.read_input_files`): a JSON
+    id that is an object in one row, or a text that is a number, stays a row of the run."""
     types: dict[str, tuple[type[DataType], ...]] = {config.id_col: (IntegralType, StringType)}
     if not config.fingerprint_col:
         types[config.text_col] = (StringType,)

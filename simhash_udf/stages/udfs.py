@@ -1,8 +1,16 @@
-"""The Spark UDFs: the only place Python runs per row, always on Arrow batches.
+"""The documents stage's pandas UDFs: normalised text, and the fingerprint.
 
-Everything else in the job is Spark SQL on the JVM. The functions here only adapt the pure
-functions of :mod:`text` and :mod:`fingerprint` to pandas Series; the configuration is a
-small frozen dataclass, so a UDF pickles cheaply and heavy resources load once per worker.
+Both run on Arrow batches and only adapt pure functions to pandas Series: bytes to str
+(`files/encoding.decode_utf8`), HTML to text (`core/extract.extract`), normalisation
+(`core/normalise.normalise`) and the batch fingerprint (`core/fingerprint.fingerprints`). The
+configuration is a small frozen dataclass, so a UDF pickles cheaply and heavy resources
+(OpenCC and jieba dictionaries, IDF tables) load once per worker.
+
+They are not the only Python that runs on the executors: the band join's second level
+(`stages/join.band_join`, `mapInArrow` over `core/pair_kernel`), the index lookup's hot-key
+summaries (`index/lookup.py`, `mapInArrow`), the short-text check's Jaccard UDF
+(`stages/short_text_check.py`), and reading WARC files and checking compressed input
+(`files/warc.py`, `files/inputs.py`, on RDDs) run Python per batch or per file too.
 """
 
 from __future__ import annotations
@@ -39,8 +47,8 @@ def normalised_text(raw_text: Column, html: bool, extract: str = "main") -> Colu
     """struct<text: string, invalid_utf8: boolean, extract_fallback: boolean> of a binary
     (UTF-8 bytes) column.
 
-    text: the normalised text (see `text.normalise`), after HTML extraction when `html`
-    (`extract.extract` in mode `extract`: `main` content or `all` visible text); null when
+    text: the normalised text (see `core/normalise.normalise`), after HTML extraction when
+    `html` (`core/extract.extract` in mode `extract`: `main` content or `all` visible text); null when
     the input is null. invalid_utf8: the bytes were not valid UTF-8 (the bad sequences
     became U+FFFD). extract_fallback: `main` found no main content in a page with visible
     text, so all its visible text was kept. Taking bytes rather than strings keeps invalid

@@ -1,4 +1,4 @@
-"""`lookup.indexed_clusters` on hand-made frames: which indexed cluster a component joins.
+"""`assign.indexed_clusters` on hand-made frames: which indexed cluster a component joins.
 
 The expected rows are worked out by hand from the rules in its docstring (earliest run, then
 smallest cluster id; a run the index does not list comes last), not by running the code.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from simhash_udf.index import lookup
+from simhash_udf.index import assign
 
 pytestmark = pytest.mark.spark
 
@@ -53,7 +53,7 @@ def test_each_component_joins_its_earliest_indexed_cluster_without_a_broadcast_o
     components = spark.createDataFrame(COMPONENTS, "node long, component long")
     before = _settings_off(spark, ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold"))
     try:
-        by_component, bridges = lookup.indexed_clusters(matches, components, entries, RUN_SEQ)
+        by_component, bridges = assign.indexed_clusters(matches, components, entries, RUN_SEQ)
         rows = sorted(tuple(r) for r in by_component.collect())
         bridge_rows = sorted(tuple(r) for r in bridges.collect())
         plan = by_component._jdf.queryExecution().executedPlan().toString()
