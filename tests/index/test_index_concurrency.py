@@ -21,6 +21,7 @@ pytestmark = pytest.mark.spark
 CONFIG = DedupeConfig(fingerprint_col="fp", k=3)
 
 
+@pytest.mark.slow  # two whole runs on one index, like the kill tests
 def test_the_second_publisher_is_refused_and_cleans_up(spark, two_days, tmp_path):
     """Both runs open the same version; the first publishes; the second's publish finds its
     version number taken: IndexConflictError, its segment removed, no output written."""

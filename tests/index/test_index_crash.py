@@ -39,6 +39,7 @@ def age(folder: Path, seconds: float) -> None:
     os.utime(folder, (then, then))
 
 
+@pytest.mark.slow  # a run forced to a crash point, like the kill tests
 def test_compact_between_segment_write_and_publish_leaves_the_index_whole(
     spark, dedupe_main, index_main, two_days, tmp_path, monkeypatch, capsys
 ):
@@ -71,6 +72,7 @@ def test_compact_between_segment_write_and_publish_leaves_the_index_whole(
         assert [r["run_id"] for r in newest_manifest(index)["runs"]] == ["d1"]
 
 
+@pytest.mark.slow  # a run forced to a crash point, like the kill tests
 def test_publish_refuses_a_version_whose_files_are_gone(
     spark, dedupe_main, two_days, tmp_path, monkeypatch, capsys
 ):
@@ -103,6 +105,7 @@ def test_publish_refuses_a_version_whose_files_are_gone(
     assert entry_key(entries_of(spark, index)) == entry_key(entries_of(spark, two_days["reference_index"]))
 
 
+@pytest.mark.slow  # a run forced to a crash point, like the kill tests
 def test_an_interrupt_right_after_the_manifest_is_linked_keeps_the_published_segment(
     spark, dedupe_main, two_days, tmp_path, monkeypatch
 ):
@@ -131,6 +134,7 @@ def test_an_interrupt_right_after_the_manifest_is_linked_keeps_the_published_seg
     assert clusters_of(spark, tmp_path / "out") == clusters_of(spark, two_days["reference_out"])
 
 
+@pytest.mark.slow  # a run forced to a crash point, like the kill tests
 def test_the_segment_and_manifest_are_fsynced_before_the_manifest_is_linked(
     spark, dedupe_main, two_days, tmp_path, monkeypatch
 ):
@@ -223,6 +227,7 @@ def test_leases_of_killed_runs_do_not_block_compact_and_live_ones_do(
     assert missing_or_resized(index) == []
 
 
+@pytest.mark.slow  # a run forced to a crash point, like the kill tests
 def test_compact_keep_last_merges_the_older_runs_and_leaves_the_newest_rerunnable(
     spark, dedupe_main, index_main, two_days, tmp_path, capsys
 ):
