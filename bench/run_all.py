@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
-    parser.add_argument("--join-sizes", default=None, help="bench/join_scale.py --sizes (default 1M,4M,16M,64M)")
+    parser.add_argument("--join-sizes", default=None, help="python -m bench.join_scale --sizes (default 1M,4M,16M,64M)")
     parser.add_argument("--driver-memory", default="8g", help="Spark driver memory of the join and skew runs")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
