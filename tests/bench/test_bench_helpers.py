@@ -1,0 +1,123 @@
+"""bench/tables.py, bench/runners.py and bench/machine.py: the helpers every benchmark shares.
+
+Oracles: a markdown table is parsed back into its cells; sizes go through `fmt_n` and back;
+the interleaving is recorded by the methods themselves; cached inputs count their builds;
+written documents are read back with pyarrow; versions and memory come from numpy itself and
+from /proc/meminfo. No Spark.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from bench import machine, runners, tables
+
+
+def _cells(line: str) -> list[str]:
+    assert line.startswith("|") and line.endswith("|"), line
+    return [cell.strip() for cell in line[1:-1].split("|")]
+
+
+def test_table_lines_parse_back_into_the_cells_given():
+    headers = ["method", "MB/s", "runs (s)", "ratio"]
+    rows = [["ours", "1.50", "1.00, 2.00", ""], ["recipe", 0.5, "3.00", "3.00x"]]
+    lines = tables.table_lines(headers, rows, right=".r.r")
+    assert _cells(lines[0]) == headers
+    assert _cells(lines[1]) == ["---", "---:", "---", "---:"]
+    assert [_cells(line) for line in lines[2:]] == [[str(c) for c in row] for row in rows]
+    assert tables.md_table(headers, rows, ".r.r") == "\n".join(lines)
+
+
+@pytest.mark.parametrize("n", [0, 7, 999, 1_000, 250_000, 1_000_000, 1_500_000, 64_000_000, 2_000_000_000])
+def test_fmt_n_and_parse_size_round_trip(n):
+    assert tables.parse_size(tables.fmt_n(n)) == n
+
+
+def test_pct_and_num_say_dash_when_undefined():
+    assert tables.pct(float("nan")) == tables.num(None) == "-"
+    assert float(tables.pct(0.125).rstrip("%")) == pytest.approx(12.5)
+    assert float(tables.num(2 / 3)) == pytest.approx(2 / 3, abs=5e-4)
+
+
+def test_interleaved_runs_every_method_once_per_repeat_in_turn():
+    calls: list[str] = []
+    methods = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    runs = runners.interleaved(methods, 3)
+    assert calls == ["a", "b", "c"] * 3
+    assert all(len(r.wall_s) == len(r.cpu_s) == 3 and not r.failures for r in runs.values())
+
+
+def test_interleaved_records_failures_with_catch_and_raises_without():
+    def broken() -> None:
+        raise ValueError("first line\nsecond line")
+
+    logged: list[tuple[str, int, bool]] = []
+    runs = runners.interleaved({"ok": lambda: 42, "broken": broken}, 2, catch=True,
+                               log=lambda name, repeat, r, failed: logged.append((name, repeat, failed)))
+    assert runs["ok"].outcome == 42 and len(runs["ok"].wall_s) == 2
+    assert runs["broken"].failures == ["first line", "first line"] and runs["broken"].wall_s == []
+    assert logged == [("ok", 1, False), ("broken", 1, True), ("ok", 2, False), ("broken", 2, True)]
+    with pytest.raises(ValueError):
+        runners.interleaved({"broken": broken}, 1)
+
+
+def test_timed_runs_measure_at_least_the_time_slept():
+    seconds = runners.timed_runs(lambda: time.sleep(0.02), 2)
+    assert len(seconds) == 2 and all(s >= 0.02 for s in seconds)
+
+
+def test_cached_input_builds_once_and_keeps_its_metadata(tmp_path: Path):
+    builds: list[Path] = []
+
+    def build(folder: Path) -> dict:
+        builds.append(folder)
+        (folder / "data.txt").write_text("x")
+        return {"n": 3}
+
+    folder = tmp_path / "input-v1"
+    assert runners.cached_input(folder, build) == folder
+    assert runners.cached_input(folder, build) == folder
+    assert builds == [folder]
+    assert runners.read_meta(folder) == {"n": 3}
+
+
+def test_cached_input_redoes_an_interrupted_build(tmp_path: Path):
+    folder = tmp_path / "input"
+    folder.mkdir()  # a build that died before meta.json was written
+    runners.cached_input(folder, lambda f: {"built": True})
+    assert runners.read_meta(folder) == {"built": True}
+
+
+def test_write_documents_keeps_each_id_with_its_fingerprint(tmp_path: Path):
+    rng = np.random.default_rng(5)
+    fingerprints = rng.integers(-(2**63), 2**63 - 1, size=1000, dtype=np.int64)
+    path = tmp_path / "documents.parquet"
+    runners.write_documents(path, fingerprints, np.random.default_rng(9))
+    table = pq.read_table(path).to_pydict()
+    assert sorted(zip(table["id"], table["fingerprint"])) == list(enumerate(fingerprints.tolist()))
+    assert table["id"] != sorted(table["id"])  # the rows are shuffled
+
+
+def test_module_command_runs_a_bench_module_with_this_python():
+    import sys
+
+    assert runners.module_command("skew", "--quick") == [sys.executable, "-m", "bench.skew", "--quick"]
+
+
+def test_package_versions_name_installed_and_missing_packages():
+    missing = "surely-not-installed-package-h6"
+    assert machine.package_versions(["numpy", missing]) == f"numpy {np.__version__}, {missing} (not installed)"
+    assert machine.package_versions(["numpy", missing], missing=None) == f"numpy {np.__version__}"
+
+
+def test_memory_bytes_is_the_kernels_mem_total():
+    meminfo = Path("/proc/meminfo")
+    if not meminfo.exists():
+        pytest.skip("no /proc/meminfo")
+    total_kb = next(int(line.split()[1]) for line in meminfo.read_text().splitlines() if line.startswith("MemTotal:"))
+    assert machine.memory_bytes() == total_kb * 1024
