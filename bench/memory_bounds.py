@@ -42,7 +42,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from bench.runners import CACHE, cached_input, module_command, read_meta, run_bounded, write_documents
+from bench.runners import (
+    CACHE,
+    cached_input,
+    module_command,
+    read_meta,
+    run_bounded,
+    write_documents,
+)
 from bench.skew import job_command, worker_session
 
 MEMORY_CACHE = CACHE / "memory"

@@ -48,7 +48,7 @@ from pathlib import Path
 import pandas as pd  # module level: pandas_udf resolves the type hints here
 
 from bench.corpora import Corpus, CorpusError, peoples_daily, python_doc_html
-from bench.join_scale import BASELINE_SQL  # the plain band join, as the join benchmark's baseline
+from bench.join_scale import BASELINE_SQL
 from bench.machine import load_average
 from bench.runners import CACHE as BENCH_CACHE
 from bench.runners import ROOT, Runs, bench_session, interleaved, module_command
@@ -114,6 +114,7 @@ def recipe_pipeline(spark: object, input_path: str, output: str, html: bool) -> 
     docs = spark.read.json(input_path).select("id", recipe_batch(F.col("text")).alias("fingerprint"))  # type: ignore[attr-defined]
     docs = docs.cache()
     docs.select("fingerprint").distinct().createOrReplaceTempView("fps")
+    # The plain band join: the join benchmark's baseline.
     pairs = spark.sql(BASELINE_SQL.format(k=K)).cache()  # type: ignore[attr-defined]
     pairs.write.mode("overwrite").parquet(f"{output}/pairs")
     # Dropped: a document whose fingerprint is the larger of a pair, or that shares its

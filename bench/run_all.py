@@ -35,7 +35,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench import scale_sections
-from bench.machine import cpu_model, git_commit, load_average, memory_bytes, package_versions
+from bench.machine import (
+    cpu_model,
+    git_commit,
+    load_average,
+    memory_bytes,
+    package_versions,
+)
 from bench.runners import ROOT, module_command
 from bench.tables import load_text, ratio_text, seconds_list, table_lines
 

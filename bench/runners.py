@@ -58,7 +58,7 @@ def interleaved(
             failed = False
             try:
                 outcome = action()
-            except Exception as error:  # noqa: BLE001 - with catch, a failed run is a result too
+            except Exception as error:  # with catch, a failed run is a result too
                 if not catch:
                     raise
                 runs[name].failures.append(str(error).strip().splitlines()[0][:300])

@@ -46,7 +46,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.machine import load_average
-from bench.runners import CACHE, bench_session, cached_input, module_command, read_meta, run_bounded, write_documents
+from bench.runners import (
+    CACHE,
+    bench_session,
+    cached_input,
+    module_command,
+    read_meta,
+    run_bounded,
+    write_documents,
+)
 
 SKEW_CACHE = CACHE / "skew"
 TEMPLATE_PAGES = 100_000
