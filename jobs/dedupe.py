@@ -2,26 +2,25 @@
 
     spark-submit jobs/dedupe.py --input crawl/ --output out/        (or ./submit.sh ...)
 
-Entry point only: the command line, the session, and a summary. The work is
+Entry point only: the command line and its config. Everything else (the session, the finder,
+--explain, the console summary) comes from `simhash_udf.run.api`; the work is
 `simhash_udf.run.pipeline.run`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from py4j.protocol import Py4JNetworkError
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from simhash_udf.core import bands
-from simhash_udf.core.config import (
+from simhash_udf.run import api
+from simhash_udf.run.api import (
     EXTRACT_MODES,
     MAX_K,
     SEGMENTERS,
@@ -33,13 +32,6 @@ from simhash_udf.core.config import (
     IndexOptions,
     VerifyConfig,
 )
-from simhash_udf.files import inputs, outputs, warc
-from simhash_udf.index.session import IndexSession
-from simhash_udf.index.store import IndexStore
-from simhash_udf.report import summary as report
-from simhash_udf.run import pipeline
-from simhash_udf.run.session import get_session, jvm_exit_code, memory_hint
-from simhash_udf.core import short_text_policy
 
 DEFAULTS = DedupeConfig()
 
@@ -65,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = parser.add_argument_group("input and output")
     data.add_argument("--input", required=True, help="a file, a folder or a glob (local, hdfs://, s3a://, ...)")
     data.add_argument(
-        "--format", choices=inputs.FORMATS, default=None,
+        "--format", choices=api.FORMATS, default=None,
         help="input format: parquet, json (JSON Lines), csv (with a header row), text (one "
         "document per file, id = file path), warc (one document per HTML response record: id = "
         "WARC-Record-ID, url, fetch_time = WARC-Date; the HTML path applies, charset from the HTTP "
@@ -198,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> DedupeConfig:
-    warc_input = args.format == "warc" or (args.format is None and warc.named_like_warc(args.input))
+    warc_input = args.format == "warc" or (args.format is None and api.named_like_warc(args.input))
     html_input = args.html or warc_input
     if args.extract is not None and not html_input:
         # An option that would silently do nothing is a mistake worth stopping for.
@@ -228,59 +220,11 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
             max_chars=args.max_chars,
         ),
         verify=VerifyConfig(
-            threshold=short_text_policy.parse_spec(args.verify),
+            threshold=api.parse_spec(args.verify),
             below_chars=args.verify_below or None,
             shingle=args.verify_shingle,
         ),
     )
-
-
-def summary(result: dict[str, Any]) -> str:
-    """A few lines for the console; everything else is in report.json."""
-    c, j, p = result["counts"], result["join"], result["band_plan"]
-    lines = [
-        f"documents {c['documents']:,}: kept {c['kept']:,}, exact duplicates {c['exact_duplicates']:,}, "
-        f"near duplicates {c['near_duplicates']:,}, skipped {sum(c['skipped'].values()):,} {c['skipped'] or ''}".rstrip(),
-        f"clusters {c['clusters']:,}; too short for a fingerprint {c['too_short']:,}; rejected rows {sum(c['rejected_rows'].values()):,}",
-        f"band plan: {p['blocks']} blocks, {p['tables']} tables, key bits {p['key_bits']} ({p['chosen_by']}); "
-        f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {result['distances']}",
-        f"wrote {result['output']} in {result['total_seconds']:.1f} s",
-    ]
-    v = result.get("verify", {})
-    if v.get("applied"):
-        below = f"under {v['below_chars']} characters" if v["below_chars"] else "all pairs"
-        lines.insert(-1, (
-            f"short-text check {v['spec']} ({below}, {v['shingle']}-gram shingles): checked "
-            f"{v['checked_pairs']:,} of {v['pairs_within_k']:,} pairs within k, dropped {v['dropped_pairs']:,}"
-        ))
-    if "records" in result:
-        # WARC/WET input: what became of every record, and the files that were not whole.
-        reasons = ", ".join(f"{k} {v:,}" for k, v in result["records"]["by_reason"].items())
-        lines.insert(0, f"records: {reasons}; damaged files {result['counts']['damaged_files']}")
-    if "index" in result:
-        x = result["index"]
-        lines.insert(-1, (
-            f"index {x['path']}: version {x['version']} (run {x['run_id']!r}"
-            f"{', replaced' if x['replaced_run'] else ''}); entries {x['entries_before']:,} + "
-            f"{x.get('entries_added', 0):,}; batch fingerprints already indexed "
-            f"{x.get('batch_fingerprints_already_indexed', 0):,}, pairs with indexed "
-            f"{x.get('pairs_with_indexed', 0):,}, documents joining indexed clusters "
-            f"{x.get('documents_joining_indexed_clusters', 0):,}, ids already indexed "
-            f"{x.get('repeated_ids', 0):,}, bridged components {x.get('bridged_components', 0):,}"
-        ))
-    return "\n".join(lines)
-
-
-def explain_index(spark: SparkSession, args: argparse.Namespace) -> report.IndexExplain:
-    """What --explain shows of --index: the newest manifest's plan and size (read only), or
-    that the run would create the index with --index-size."""
-    store = IndexStore(spark, args.index)
-    latest = store.latest()
-    if latest is None:
-        return report.IndexExplain(store.root, None, 0, args.index_size)
-    plan = dataclasses.replace(latest.plan, chosen_by=bands.CHOSEN_BY_MANIFEST)
-    fingerprints = sum(r.keys for r in latest.runs) // plan.n_tables
-    return report.IndexExplain(store.root, plan, fingerprints, args.index_size)
 
 
 def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
@@ -297,41 +241,24 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
     except ConfigError as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
-    spark = spark or get_session(master=args.master)
+    spark = spark or api.get_session(master=args.master)
     if args.explain:
         try:
-            source = pipeline.read_input(spark, config, args.input, args.format)
-        except inputs.InputError as error:
+            print(api.explain_run(spark, config, args.input, args.format, args.index, args.index_size))
+        except api.InputError as error:
             print(f"dedupe.py: error: {error}", file=sys.stderr)
             return 2
-        try:
-            index = explain_index(spark, args) if args.index else None
-        except inputs.InputError as error:
-            print(f"dedupe.py: error: {error}", file=sys.stderr)
-            return 2
-        print(report.explain(
-            source.rows, config.k, config.blocks, fmt=source.format,
-            fingerprint_col=bool(config.fingerprint_col), write_pairs=config.write_pairs,
-            verify_texts=config.verify.threshold is not None, index=index,
-        ))
         return 0
+    index = None
+    if args.index:
+        index = IndexOptions(args.index, args.run_id, args.index_size, args.url_col, args.fetch_time_col)
     try:
-        session = None
-        if args.index:
-            options = IndexOptions(
-                args.index, args.run_id, args.index_size, args.url_col, args.fetch_time_col
-            )
-            session = IndexSession.open(spark, options, config, args.input)
-        result = pipeline.run(
-            spark, config, args.input, args.output, args.format, args.overwrite, index=session
-        )
-    except ConfigError as error:
+        finder = api.open_finder(spark, config, args.input, index)
+        result = api.run(spark, config, args.input, args.output, args.format, args.overwrite, finder=finder)
+    except (ConfigError, api.InputError, api.OutputError) as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
-    except (inputs.InputError, outputs.OutputError) as error:
-        print(f"dedupe.py: error: {error}", file=sys.stderr)
-        return 2
-    print(summary(result))
+    print(api.summary(result))
     logging.getLogger("simhash_udf").debug("report: %s", json.dumps(result))
     return 0
 
@@ -356,7 +283,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             text = str(error)
         except Exception:  # a Py4JJavaError asks its JVM for its text: a dead JVM cannot answer
             text, lost = "", True
-        hint = memory_hint(text, context.master if context else None, jvm_exit_code(JVM_EXIT_WAIT_SECONDS if lost else 0.0))
+        hint = api.memory_hint(text, context.master if context else None, api.jvm_exit_code(JVM_EXIT_WAIT_SECONDS if lost else 0.0))
         if hint:
             print(hint, file=sys.stderr, flush=True)
         raise

@@ -5,7 +5,7 @@
                                                        (refused, exit 2, while a run is going)
     python jobs/index.py remove-run --index PATH RUN   a new version without that run
 
-Command line only; the work is `simhash_udf.index.admin`.
+Command line only (through `simhash_udf.run.api`); the work is `simhash_udf.index.admin`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from simhash_udf.files import inputs, outputs
-from simhash_udf.index import admin
-from simhash_udf.index.store import DEFAULT_MIN_AGE_SECONDS, IndexStore
-from simhash_udf.run.session import get_session
+from simhash_udf.run import api
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--index", required=True)
     compact.add_argument(
-        "--min-age", type=float, default=DEFAULT_MIN_AGE_SECONDS,
+        "--min-age", type=float, default=api.DEFAULT_MIN_AGE_SECONDS,
         help="leave unreferenced folders younger than this many seconds (besides the leases that "
         "keep compact and runs apart: a second guard)",
     )
@@ -83,17 +80,16 @@ def _info_text(info: dict) -> str:
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    spark = spark or get_session("simhash-index", master=args.master)
-    store = IndexStore(spark, args.index)
+    spark = spark or api.get_session("simhash-index", master=args.master)
     try:
         if args.command == "info":
-            info = admin.describe(store)
+            info = api.describe_index(spark, args.index)
             print(json.dumps(info, indent=2) if args.json else _info_text(info))
         elif args.command == "compact":
-            print(json.dumps(admin.compact(store, args.min_age, args.keep_last), indent=2))
+            print(json.dumps(api.compact_index(spark, args.index, args.min_age, args.keep_last), indent=2))
         else:
-            print(json.dumps(admin.remove_run(store, args.run_id, args.force), indent=2))
-    except (inputs.InputError, outputs.OutputError) as error:
+            print(json.dumps(api.remove_index_run(spark, args.index, args.run_id, args.force), indent=2))
+    except (api.InputError, api.OutputError) as error:
         print(f"index.py: error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -16,10 +16,13 @@ Pure Python, no Spark; masks are unsigned Python ints (see `to_signed` for Spark
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
+
+from simhash_udf.core.limits import MAX_LISTED_TABLES, MAX_TABLES
 
 BITS = 64
 _ALL = (1 << BITS) - 1
@@ -40,9 +43,6 @@ SHUFFLE_BYTES_PER_ROW = 9
 # Band rows per shuffle partition of the two-level join (`join.band_join`): a Python worker
 # holds its partition in numpy, about 40 bytes a row while it works (80 MB at 2M rows).
 ROWS_PER_PARTITION = 2_000_000
-# Plans with more tables than this are never chosen automatically: at C(B, k) > 1000 the
-# shuffle dwarfs anything wider keys can save on the data sizes this job handles.
-MAX_TABLES = 1000
 
 
 # How a plan was picked (`BandPlan.chosen_by`): the self-join's cost model for the run's distinct
@@ -132,6 +132,12 @@ class BandPlan:
         return math.comb(self.blocks, self.k)
 
     @property
+    def sub_blocks(self) -> int:
+        """Sub-blocks per table at level 2 of the join: k + 1, so that a pair within k
+        agrees on at least one of them (pigeonhole)."""
+        return self.k + 1
+
+    @property
     def reason(self) -> str:
         """How the plan was picked, in words (what report.json's `band_plan.chosen_by` says)."""
         size = f" for {self.planned_for:,}" if self.planned_for is not None else ""
@@ -182,8 +188,8 @@ class PlanCost:
 
     @property
     def sub_blocks(self) -> int:
-        """Sub-blocks per table at level 2 (k + 1)."""
-        return self.k + 1
+        """Sub-blocks per table at level 2 (`BandPlan.sub_blocks`)."""
+        return BandPlan(self.k, self.blocks).sub_blocks
 
 
 def sub_block_bits(remaining: int, parts: int) -> list[int]:
@@ -212,17 +218,17 @@ def plan_cost(n: int, k: int, blocks: int) -> PlanCost:
     """The cost model of one plan (see `PlanCost`)."""
     plan = BandPlan(k, blocks)
     pairs = n * (n - 1) / 2
-    key_bits = [plan.key_bits(t) for t in range(plan.n_tables)] if plan.n_tables <= 5000 else []
+    key_bits = [plan.key_bits(t) for t in range(plan.n_tables)] if plan.n_tables <= MAX_LISTED_TABLES else []
     if key_bits:
         bucket_pairs = math.fsum(pairs / 2.0**b for b in key_bits)
         candidates = math.fsum(
-            pairs / 2.0 ** (b + w) for b in key_bits for w in sub_block_bits(BITS - b, k + 1)
+            pairs / 2.0 ** (b + w) for b in key_bits for w in sub_block_bits(BITS - b, plan.sub_blocks)
         )
         lo, hi = min(key_bits), max(key_bits)
     else:  # too many tables to list; every key has about the same width
         lo = hi = round(BITS * (blocks - k) / blocks)
         bucket_pairs = plan.n_tables * pairs / 2.0**lo
-        candidates = plan.n_tables * math.fsum(pairs / 2.0 ** (lo + w) for w in sub_block_bits(BITS - lo, k + 1))
+        candidates = plan.n_tables * math.fsum(pairs / 2.0 ** (lo + w) for w in sub_block_bits(BITS - lo, plan.sub_blocks))
     rows = float(n) * plan.n_tables
     return PlanCost(
         blocks,
@@ -330,7 +336,7 @@ def lookup_batch_size(n: int) -> int:
 def lookup_cost(n: int, m: int, k: int, blocks: int) -> LookupCost:
     """The cost model of one lookup (see `LookupCost`): index of n, batch of m."""
     plan = BandPlan(k, blocks)
-    if plan.n_tables <= 5000:
+    if plan.n_tables <= MAX_LISTED_TABLES:
         key_bits = [plan.key_bits(t) for t in range(plan.n_tables)]
     else:  # too many tables to list; every key has about the same width
         key_bits = [round(BITS * (blocks - k) / blocks)] * plan.n_tables
@@ -371,3 +377,12 @@ def choose_index_plan(n: int, k: int, blocks: int | None = None, batch: int | No
     fitting = [c for c in costs if c.matches_per_key_row <= MAX_MATCHES_PER_KEY_ROW] or costs
     best = min(fitting, key=lambda c: (c.cost, c.blocks))
     return BandPlan(k, best.blocks, chosen_by=CHOSEN_BY_LOOKUP_MODEL, planned_for=n)
+
+
+def index_plan(stored: BandPlan | None, expected_size: int, k: int, blocks: int | None = None) -> BandPlan:
+    """The plan of a run against an index, saying how it was chosen: the plan its newest
+    manifest stores (fixed for the index's life), or, when the run creates the index, the
+    lookup cost model's for `expected_size` fingerprints (or --blocks, `choose_index_plan`)."""
+    if stored is not None:
+        return dataclasses.replace(stored, chosen_by=CHOSEN_BY_MANIFEST)
+    return choose_index_plan(expected_size, k, blocks)

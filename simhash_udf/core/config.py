@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from simhash_udf.core.limits import MAX_EXPLICIT_TABLES, MAX_K
+
 TOKENIZERS = ("auto", "jieba", "word", "char")
 # The engines that give jieba's segmentation (see `text.SEGMENTERS`).
 SEGMENTERS = ("rjieba", "jieba")
@@ -17,18 +19,6 @@ SEGMENTERS = ("rjieba", "jieba")
 EXTRACT_MODES = ("main", "all")
 WEIGHTINGS = ("binary", "tf", "tfidf", "idf", "logtfidf")
 KEEP_ORDERS = ("asc", "desc")
-
-# Most band tables an explicit --blocks may ask for (C(blocks, k)); the cost model never
-# chooses more than bands.MAX_TABLES.
-MAX_EXPLICIT_TABLES = 5000
-# Largest k accepted: where the band join stays exact on random data. Beyond it the chosen
-# plan's random runs (fingerprints sharing a table's key and a sub-block) reach the hot
-# threshold at 10^9 fingerprints (k = 8: ~600 members a run at 10^10, k = 10: ~3,800 at
-# 10^9 against join_kernel.HOT_RUN_SIZE = 2,000), so unrelated pages would be summarised and
-# pairs/ left incomplete. Up to k = 7 the mean random run stays at most ~120 members from
-# 10^6 to 10^10 fingerprints (tests/core/test_join_kernel.py checks it). A simhash match beyond
-# ~7 bits of 64 says little about short texts anyway (docs/quality.md).
-MAX_K = 7
 
 
 class ConfigError(ValueError):

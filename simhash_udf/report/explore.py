@@ -6,7 +6,7 @@ the band join (:mod:`join`), the cost model (:mod:`bands`) and the connected com
 (:mod:`components`) of the job, but asks them questions a production run never needs, such as
 every pair within 10 bits. Each function says what it costs at scale.
 
-Inputs are the frames of :class:`simhash_udf.run.pipeline.NearDuplicates`: `clusters` (`id`,
+Inputs are the frames of :class:`simhash_udf.stages.finder.NearDuplicates`: `clusters` (`id`,
 `cluster_id`, `fingerprint`, `status`) and fingerprint pairs (`fp_a`, `fp_b`, `distance`).
 """
 
@@ -18,13 +18,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
+from simhash_udf.core.limits import MAX_EXPLORED_K
 from simhash_udf.stages import join
 from simhash_udf.stages.clusters import SKIPPED
 from simhash_udf.stages.components import Materialise, connected_components
-
-# The largest k the tuning views cover: beyond ~10 bits of 64 a match says little about the
-# text (config.MAX_K explains), and the exact join within 10 bits is still cheap on a sample.
-MAX_EXPLORED_K = 10
 
 
 def distinct_fingerprints(clusters: DataFrame) -> DataFrame:

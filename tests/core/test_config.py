@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from simhash_udf.core.config import MAX_K, ConfigError, DedupeConfig, FingerprintConfig
+from simhash_udf.core.config import ConfigError, DedupeConfig, FingerprintConfig
+from simhash_udf.core.limits import MAX_K
 
 
 def test_defaults_are_valid() -> None:

@@ -14,7 +14,7 @@ from generators import near_centre
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.core import bands, config, hot_runs
+from simhash_udf.core import bands, config, hot_runs, limits
 from simhash_udf.core.bands import BandPlan
 from simhash_udf.core.hot_runs import summarise_run
 from simhash_udf.core.pair_kernel import KernelPlan, join_partition
@@ -312,10 +312,14 @@ def test_a_run_is_hot_by_its_own_member_count(neighbours):
 
 
 def test_one_hot_threshold():
-    """The job has one hot threshold: the kernel's, which the index's counts report too."""
-    from simhash_udf.run import pipeline
+    """The job has one hot threshold: the kernel's, which the band join and its counts (also
+    those of runs against an index) default to."""
+    import inspect
 
-    assert pipeline.HOT_BUCKET_SIZE == hot_runs.HOT_RUN_SIZE
+    from simhash_udf.stages import join
+
+    for step in (join.band_join, join.join_stats):
+        assert inspect.signature(step).parameters["hot_run_size"].default == hot_runs.HOT_RUN_SIZE
 
 
 def _random_run(n: int, k: int, blocks: int) -> float:
@@ -329,7 +333,7 @@ def _random_run(n: int, k: int, blocks: int) -> float:
     return n / 2.0 ** (key + sub)
 
 
-@pytest.mark.parametrize("k", range(1, config.MAX_K + 1))
+@pytest.mark.parametrize("k", range(1, limits.MAX_K + 1))
 def test_random_runs_stay_well_under_the_hot_threshold_for_every_allowed_k(k):
     """For every k the job accepts, the chosen plan keeps random runs at a tenth of the
     hot threshold or less, from 10^6 to 10^10 fingerprints: random data is never summarised
@@ -338,7 +342,7 @@ def test_random_runs_stay_well_under_the_hot_threshold_for_every_allowed_k(k):
         plan = bands.choose_plan(n, k)
         assert _random_run(n, k, plan.blocks) <= hot_runs.HOT_RUN_SIZE / 10, (k, n, plan.blocks)
     with pytest.raises(config.ConfigError, match="hot"):
-        config.DedupeConfig(k=config.MAX_K + 1)
+        config.DedupeConfig(k=limits.MAX_K + 1)
 
 
 def test_a_spread_out_run_with_no_pair_within_k_has_no_edges():

@@ -12,6 +12,7 @@ from generators import planted_rows, write_days
 from helpers import entries_of, start_job
 
 from simhash_udf.core.config import DedupeConfig, IndexOptions
+from simhash_udf.index.finder import IndexFinder
 from simhash_udf.index.session import IndexSession
 from simhash_udf.index.store import IndexConflictError, IndexStore
 from simhash_udf.run import pipeline
@@ -34,9 +35,9 @@ def test_the_second_publisher_is_refused_and_cleans_up(spark, two_days, tmp_path
     )
     first = IndexSession.open(spark, IndexOptions(str(index), "first"), CONFIG, str(two_days["day2"]))
     second = IndexSession.open(spark, IndexOptions(str(index), "second"), CONFIG, str(other))
-    pipeline.run(spark, CONFIG, str(two_days["day2"]), str(tmp_path / "out1"), index=first)
+    pipeline.run(spark, CONFIG, str(two_days["day2"]), str(tmp_path / "out1"), finder=IndexFinder(first))
     with pytest.raises(IndexConflictError, match="another run published version 2"):
-        pipeline.run(spark, CONFIG, str(other), str(tmp_path / "out2"), index=second)
+        pipeline.run(spark, CONFIG, str(other), str(tmp_path / "out2"), finder=IndexFinder(second))
     assert not (tmp_path / "out2").exists()
     store = IndexStore(spark, str(index))
     latest = store.latest()
@@ -44,7 +45,7 @@ def test_the_second_publisher_is_refused_and_cleans_up(spark, two_days, tmp_path
     assert store.unreferenced(latest) == [], "the refused run removed its segment"
     # Rerun after the refusal: it builds on version 2 and loses nothing.
     third = IndexSession.open(spark, IndexOptions(str(index), "second"), CONFIG, str(other))
-    pipeline.run(spark, CONFIG, str(other), str(tmp_path / "out2"), index=third)
+    pipeline.run(spark, CONFIG, str(other), str(tmp_path / "out2"), finder=IndexFinder(third))
     fps = {e["fingerprint"] for e in entries_of(spark, index)}
     assert {12345, 12344} <= fps
     assert [r.run_id for r in store.latest().runs] == ["d1", "first", "second"]

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
-from simhash_udf.run import progress
-from simhash_udf.run.pipeline import Stages
-from simhash_udf.run.progress import TaskCounts, progress_line
+from simhash_udf.stages import progress
+from simhash_udf.stages.progress import TaskCounts, progress_line
+from simhash_udf.stages.scratch import Stages
 
 LINE = re.compile(r"stage (\w+): running (\d+) s; Spark stages? [\d, ]+: (\d+)/(\d+) tasks done, (\d+) running")
 
@@ -127,7 +127,7 @@ def test_spark_submit_shows_the_console_progress_bar_and_the_stage_lines(tmp_pat
     script.write_text(
         "import logging, time\n"
         "from pyspark.sql import SparkSession\n"
-        "from simhash_udf.run.pipeline import Stages\n"
+        "from simhash_udf.stages.scratch import Stages\n"
         "logging.basicConfig(level='INFO', format='%(levelname)s %(name)s: %(message)s')\n"
         "spark = SparkSession.builder.getOrCreate()\n"
         "def slow(x):\n"

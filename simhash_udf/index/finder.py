@@ -1,0 +1,252 @@
+"""The index's finder: a batch's near duplicates among themselves and against the index.
+
+`IndexFinder` is the `Finder` (`simhash_udf.stages.finder`) of a run with --index: `find` is
+`find_against_index` (fingerprint, skip ids the index holds, look the batch up in the index
+with the session's plan, the batch's own band join, components over both, clusters that join
+indexed clusters first, pairs new to the index), which also writes the run's segment;
+`commit` and `abort` are the session's (`simhash_udf.index.session.IndexSession`), and the
+report gets the session's `index` section.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from simhash_udf.core.config import DedupeConfig
+from simhash_udf.index import assign, lookup
+from simhash_udf.index.session import IndexSession
+from simhash_udf.index.store import IndexCorruptError, IndexError_
+from simhash_udf.stages import clusters, join
+from simhash_udf.stages.components import connected_components
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
+from simhash_udf.stages.scratch import Stages
+
+log = logging.getLogger("simhash_udf")
+
+OUTPUT_COLUMNS = ("id", "cluster_id", "fingerprint", "status", "reason", "distance")
+
+T = TypeVar("T")
+
+
+@dataclass
+class IndexFinder:
+    """The `Finder` of a run against an index, over an open `IndexSession`."""
+
+    session: IndexSession
+
+    def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
+        return find_against_index(self.session, docs, config, stages)
+
+    def report_sections(self) -> dict[str, Any]:
+        """report.json's `index` section."""
+        return {"index": self.session.report()}
+
+    def commit(self) -> None:
+        self.session.commit()
+
+    def abort(self) -> None:
+        self.session.abort()
+
+
+def find_against_index(
+    session: IndexSession, docs: DataFrame, config: DedupeConfig, stages: Stages
+) -> NearDuplicates:
+    """The batch's clusters and pairs against the index; writes the run's segment.
+
+    docs: the checked input rows (see `Finder.find`); the plan is the session's (`bands.index_plan`).
+    Clusters and pairs have the columns of `NearDuplicates`; `pairs` holds the pairs
+    with at least one fingerprint new to the index (older ones were output before).
+    """
+    plan = session.plan
+    fingerprinted, normalised, texts = fingerprint_documents(docs, config, stages)
+    id_type = fingerprinted.schema["id"].dataType.simpleString()
+    if session.base.id_type and session.base.id_type != id_type:
+        raise IndexError_(
+            f"the index {session.store.root} holds ids of type {session.base.id_type}, this input's "
+            f"{config.id_col!r} is {id_type}: ids must have one type for the index's whole life"
+        )
+    session.id_type = id_type
+    entries = _guarded(session, lambda: session.store.read(session.base, "entries"))
+    keys = _guarded(session, lambda: session.store.read(session.base, "keys"))
+
+    documents = fingerprinted.count()  # a stored stage result: its Parquet footers
+    marked = _stage(
+        session, stages, "index_ids", lookup.mark_repeated_ids(fingerprinted, entries, documents)
+    )
+    repeated = marked.where(F.col("reason") == lookup.ID_IN_INDEX)
+    session.stats["repeated_ids"] = repeated.count()
+    if session.stats["repeated_ids"]:
+        sample = [r["id"] for r in repeated.select("id").orderBy("id").limit(5).collect()]
+        log.warning(
+            "%d document(s) have ids the index already holds (skipped, reason %s), e.g. %s",
+            session.stats["repeated_ids"], lookup.ID_IN_INDEX, sample,
+        )
+    active = F.col("reason").isNull() & F.col("fingerprint").isNotNull()
+    batch = stages.materialise("distinct_fingerprints", marked.where(active).select("fingerprint").distinct())
+    n = stages.rows["distinct_fingerprints"]
+    found = _guarded(session, lambda: lookup.lookup(
+        batch, keys, plan, n, materialise=lambda frame: stages.materialise("index_lookup", frame)
+    ))
+    matches = _stage(session, stages, "index_lookup", found.matches)
+    links = _stage(session, stages, "index_lookup", found.links) if found.stats["hot_lookup_buckets"] else None
+    indexed_fps = matches.where("distance = 0").select(F.col("fp_new").alias("fingerprint"))
+    new_fps = batch.join(indexed_fps, "fingerprint", "left_anti")
+    # The batch's own pairs: the self-join's two-level join, hot runs summarised as
+    # without an index (`simhash_udf.stages.self_join`).
+    joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(batch, plan, n))
+    with stages.timed("candidates"):
+        stats = join_counts(join.join_stats(joined, plan, n), found.stats)
+    stats["distinct_fingerprints"] = n
+    # What the report prices the lookup for: the fingerprints the index held (key rows per table).
+    stats["index_fingerprints"] = sum(r.keys for r in session.base.runs) // plan.n_tables
+    session.stats.update(found.stats)
+    batch_pairs = stages.materialise(
+        "verify", join.join_pairs(joined, summarised=stats["self_join_summarised_runs"] > 0)
+    )
+    near_index = matches.where("distance > 0")
+    edges = batch_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")).unionByName(
+        near_index.select(F.col("fp_new").alias("src"), F.col("fp_old").alias("dst"))
+    )
+    if links is not None:
+        # Paths of a hot bucket's summary that run through indexed fingerprints.
+        edges = edges.unionByName(links)
+    components = stages.materialise(
+        "components",
+        connected_components(edges, materialise=lambda frame: stages.materialise("components", frame)),
+    )
+    exact_entries = None
+    if entries is not None:
+        run_seq = {r.run_id: r.seq for r in session.base.runs}
+        reached = matches
+        if links is not None:
+            # Indexed fingerprints a component reaches through a hot bucket's links are
+            # its indexed members too (their clusters count for its choice and bridges).
+            reached = matches.unionByName(
+                links.select(F.col("src").alias("fp_new"), F.col("dst").alias("fp_old"), F.lit(1).alias("distance"))
+            ).unionByName(
+                links.select(F.col("dst").alias("fp_new"), F.col("src").alias("fp_old"), F.lit(1).alias("distance"))
+            )
+        by_component, bridges = assign.indexed_clusters(reached, components, entries, run_seq)
+        by_component = _stage(session, stages, "index_clusters", by_component)
+        session.stats["bridged_components"] = bridges.count()
+        session.stats["bridged_clusters"] = int(bridges.agg(F.sum("clusters")).first()[0] or 0)
+        exact_entries = entries.where(F.col("fingerprint").isNull())
+    else:
+        by_component = by_component_empty(batch.sparkSession)
+        session.stats["bridged_components"] = session.stats["bridged_clusters"] = 0
+    if session.stats["bridged_components"]:
+        log.warning(
+            "%d new component(s) touch several indexed clusters; they join the earliest one and "
+            "the indexed clusters stay apart", session.stats["bridged_components"],
+        )
+    clustered_full = _stage(
+        session, stages, "index_assign",
+        assign.assign_with_index(marked, components, by_component, exact_entries, config.keep_order),
+    )
+    clustered = clustered_full.select(*OUTPUT_COLUMNS)
+
+    # Pairs: each pair once over the life of the index, by the run that brought its
+    # newer fingerprint; fingerprints are named by the id that first carried them.
+    new_side = new_fps.select(F.col("fingerprint").alias("_new"))
+    fresh_batch_pairs = batch_pairs.join(
+        new_side, (F.col("fp_a") == F.col("_new")) | (F.col("fp_b") == F.col("_new")), "left_semi"
+    )
+    fresh_index_pairs = near_index.join(new_side, F.col("fp_new") == F.col("_new"), "left_semi").select(
+        F.least("fp_new", "fp_old").alias("fp_a"), F.greatest("fp_new", "fp_old").alias("fp_b"), "distance"
+    )
+    fingerprint_pairs = _stage(
+        session, stages, "index_pairs", fresh_batch_pairs.unionByName(fresh_index_pairs)
+    )
+    names = marked.where(active).join(new_fps, "fingerprint").select("id", "fingerprint")
+    if entries is not None:
+        touched = matches.select(F.col("fp_old").alias("fingerprint")).distinct()
+        names = names.unionByName(
+            entries.join(touched, "fingerprint").select(
+                F.col("id").cast(fingerprinted.schema["id"].dataType).alias("id"), "fingerprint"
+            )
+        )
+    pairs = clusters.pairs_by_id(fingerprint_pairs, names)
+
+    session.stats.update(
+        {
+            "batch_fingerprints_already_indexed": indexed_fps.count(),
+            "pairs_with_indexed": near_index.count(),
+            "documents_joining_indexed_clusters": clustered_full.where(
+                F.col("cluster_run_id").isNotNull()
+            ).count(),
+        }
+    )
+    sources = docs.select(
+        F.col(config.id_col).alias("id"),
+        _optional(docs, session.options.url_col).alias("url"),
+        _optional(docs, session.options.fetch_time_col).alias("fetch_time"),
+    )
+    added = assign.new_entries(clustered_full, marked, sources, indexed_fps, session.run_id)
+    with stages.timed("index_write"):
+        session.write_segment(added, plan)
+    return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)
+
+
+def _stage(session: IndexSession, stages: Stages, name: str, frame: DataFrame) -> DataFrame:
+    return _guarded(session, lambda: stages.materialise(name, frame))
+
+
+def _guarded(session: IndexSession, action: Callable[[], T]) -> T:
+    """Run a step that reads the index; a Spark error naming one of its files becomes an
+    IndexCorruptError naming that file."""
+    try:
+        return action()
+    except Exception as error:  # Py4J / Spark errors carry the file in their text
+        path = _index_file_in(str(error), session.store.root)
+        if path is None:
+            raise
+        raise IndexCorruptError(
+            f"index file {path} cannot be read (corrupt or not Parquet); restore it, or remove "
+            f"its run with jobs/index.py remove-run"
+        ) from None
+
+
+def join_counts(self_join: dict[str, Any], lookup: dict[str, Any]) -> dict[str, Any]:
+    """The join section's counts of a run against the index, with the meanings they have
+    without an index (`join.join_stats`): candidate_pairs = comparisons made, here those of
+    the batch's self-join plus those of the lookup (stored rows joined to a batch row's key,
+    each checked by bit_count, and the comparisons of summarised hot lookup buckets);
+    summarised_runs counts the self-join's hot runs and the lookup's hot buckets, since
+    either leaves pairs/ with only enough of their pairs for exact clusters. The two parts
+    are kept apart as self_join_candidate_pairs / lookup_candidate_pairs and
+    self_join_summarised_runs / hot_lookup_buckets."""
+    return {
+        **self_join,
+        "candidate_pairs": self_join["candidate_pairs"] + lookup["lookup_candidate_pairs"],
+        "self_join_candidate_pairs": self_join["candidate_pairs"],
+        "lookup_candidate_pairs": lookup["lookup_candidate_pairs"],
+        "summarised_runs": self_join["summarised_runs"] + lookup["hot_lookup_buckets"],
+        "self_join_summarised_runs": self_join["summarised_runs"],
+        "hot_lookup_buckets": lookup["hot_lookup_buckets"],
+    }
+
+
+def by_component_empty(spark: SparkSession) -> DataFrame:
+    """No indexed cluster for any component (an index without entries yet)."""
+    return spark.createDataFrame(
+        [], "component long, cluster_id string, cluster_fingerprint long, cluster_exact_key binary, cluster_run_id string"
+    )
+
+
+def _optional(frame: DataFrame, column: str) -> Column:
+    return F.col(column).cast("string") if column in frame.columns else F.lit(None).cast("string")
+
+
+def _index_file_in(message: str, root: str) -> str | None:
+    """The first path under the index root mentioned in an error message, if any."""
+    bare = root.split(":", 1)[1] if root.startswith("file:") else root
+    bare = bare.lstrip("/")
+    match = re.search(r"((?:file:)?/*" + re.escape(bare) + r"[^\s,;'\"\]\)]*)", message)
+    return match.group(1).rstrip(".") if match else None

@@ -1,0 +1,93 @@
+"""One step, two implementations: find the pairs and clusters of a batch of documents.
+
+`Finder` is what `simhash_udf.run.pipeline.run` calls: `SelfJoinFinder`
+(`simhash_udf.stages.self_join`: the band self-join of the batch) or `IndexSession`
+(`simhash_udf.index.session`: the batch against a persistent index, whose `find` is
+`simhash_udf.index.finder.find_against_index`). Both start with `fingerprint_documents` and
+return a `NearDuplicates`; a finder that keeps state (the index) publishes it in `commit`,
+which the run calls only once every output is written, or undoes it in `abort`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pyspark.sql import DataFrame
+
+from simhash_udf.core import bands
+from simhash_udf.core.config import DedupeConfig
+from simhash_udf.stages import documents
+from simhash_udf.stages.scratch import Stages
+
+# The stage name of the band join (`join.band_join`), in the progress lines, in report.json's
+# stage_seconds / stage_rows and in --explain. It predates the short-text check
+# (`simhash_udf.stages.short_text_check`, stage "verify_texts") and names the popcount check of the
+# join's candidates; it is kept because report.json and log readers use it.
+BAND_JOIN_STAGE = "verify"
+
+
+@dataclass
+class NearDuplicates:
+    """What a finder finds.
+
+    clusters: `id`, `cluster_id`, `fingerprint`, `status`, `reason`, `distance` (every document).
+    pairs: `id_a`, `id_b`, `distance` (every near-duplicate pair of distinct fingerprints; against
+    an index, those with at least one fingerprint new to it).
+    fingerprint_pairs: `fp_a`, `fp_b`, `distance` (the same pairs, by fingerprint).
+    normalised: `id`, `text`, `exact_key`, `invalid_utf8`, `reason` (text input only).
+    texts: `exact_key`, `fingerprint`, `n_features`, `n_documents` (text input only).
+    plan: the band plan used, saying how it was chosen (`BandPlan.reason`).
+    join_stats: counts and hot buckets of the join (`join.join_stats`), `distinct_fingerprints`,
+    and, when the short-text check ran, `verify` (`short_text_check.counts`).
+    """
+
+    clusters: DataFrame
+    pairs: DataFrame
+    fingerprint_pairs: DataFrame
+    normalised: DataFrame | None
+    texts: DataFrame | None
+    plan: bands.BandPlan
+    join_stats: dict[str, Any]
+
+
+class Finder(Protocol):
+    """Finds a batch's near duplicates; `run` calls find, then commit (or abort on failure)."""
+
+    def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
+        """docs: the checked input rows (ids unique and not null; see `documents.rejected_rows`
+        and `documents.split_repeated_ids`), with the columns `config` names."""
+        ...
+
+    def report_sections(self) -> dict[str, Any]:
+        """Sections this finder adds to report.json (none for the self-join)."""
+        ...
+
+    def commit(self) -> None:
+        """Publish what `find` prepared; called after every output is written, before the
+        output is published."""
+        ...
+
+    def abort(self) -> None:
+        """Undo what `find` prepared; called when the run fails or is refused."""
+        ...
+
+
+def fingerprint_documents(
+    docs: DataFrame, config: DedupeConfig, stages: Stages
+) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+    """The stages up to every document's fingerprint (the start of every finder).
+
+    Returns (fingerprinted, normalised, texts): see `documents.fingerprinted_documents`
+    (or `documents.given_fingerprints`), and `NearDuplicates` for the other two (None when
+    the input carries its own fingerprints).
+    """
+    if config.fingerprint_col:
+        return stages.materialise("fingerprint", documents.given_fingerprints(docs, config)), None, None
+    normalised = stages.materialise("normalise", documents.normalise_documents(docs, config))
+    texts = stages.materialise(
+        "fingerprint",
+        documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint),
+    )
+    fingerprinted = stages.materialise("document_fingerprints", documents.fingerprinted_documents(normalised, texts))
+    return fingerprinted, normalised, texts

@@ -1,0 +1,92 @@
+"""`Stages`: materialises stage results and records each stage's wall time and row count.
+
+In a job, a stage result is written as Parquet to the output's scratch folder and read back
+(cuts the lineage, survives lost executors, and gives each stage a wall time); in a notebook,
+`Stages()` checkpoints locally instead. The finders (`simhash_udf.stages.self_join`,
+`simhash_udf.index.finder`) and `simhash_udf.run.pipeline` all record their stages here; the
+report takes the recorded times and rows as plain dicts (`Stages.seconds`, `Stages.rows`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from simhash_udf.files import outputs
+from simhash_udf.stages import progress
+
+log = logging.getLogger("simhash_udf")
+
+
+@dataclass
+class Stages:
+    """Materialises stage results and records each stage's wall time and row count.
+
+    work: a scratch folder for Parquet copies of stage results; None checkpoints locally
+    (fine for notebooks; a job passes its output's scratch folder).
+    spark: the session whose progress is logged while a stage runs (learnt from the first
+    materialised frame when not given). documents: the input's row count once known, for
+    the progress lines' estimate of documents done. progress_interval: seconds between two
+    progress lines of a running stage (0: none); see `progress.watch`.
+    seconds, rows: each stage's wall time and the row count of its (last) stored result.
+    """
+
+    work: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    spark: SparkSession | None = None
+    documents: int | None = None
+    progress_interval: float = progress.DEFAULT_INTERVAL
+    _started: float = field(default_factory=time.perf_counter)
+    _serial: int = 0
+
+    def materialise(self, name: str, frame: DataFrame) -> DataFrame:
+        """Compute `frame` now, store it, and return a frame that reads the stored copy."""
+        self.spark = self.spark or frame.sparkSession
+        start = time.perf_counter()
+        with self._running(name):
+            if self.work is None:
+                stored = frame.localCheckpoint()
+            else:
+                self._serial += 1
+                path = f"{self.work}/{self._serial:03d}-{name}"
+                outputs.write_parquet(frame, path)
+                stored = frame.sparkSession.read.parquet(path)
+            # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
+            # with counts is how a long run shows its progress.
+            self.rows[name] = stored.count()
+        self.record(name, start)
+        return stored
+
+    def record(self, name: str, start: float) -> None:
+        """Add the time since `start` to stage `name` and log it."""
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
+        rows = f", {self.rows[name]:,} rows" if name in self.rows else ""
+        log.info(
+            "stage %s: %.1f s%s (%.1f s into the run)",
+            name, self.seconds[name], rows, time.perf_counter() - self._started,
+        )
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Record the wall time of a block as stage `name`."""
+        start = time.perf_counter()
+        with self._running(name):
+            yield
+        self.record(name, start)
+
+    @contextmanager
+    def _running(self, name: str) -> Iterator[None]:
+        """Log the stage's start, then its progress every few seconds until it ends."""
+        log.info("stage %s: started (%.1f s into the run)", name, time.perf_counter() - self._started)
+        # Only the normalise stage goes through the documents one by one in even partitions,
+        # so that only there the share of tasks done says how many documents are done.
+        per_document = self.documents if name == "normalise" else None
+        sc = self.spark.sparkContext if self.spark is not None else None
+        with progress.watch(sc, name, self._started, per_document, self.progress_interval):
+            yield

@@ -1,0 +1,90 @@
+"""The self-join finder: a batch's near duplicates among themselves (no index).
+
+fingerprint -> distinct fingerprints -> band plan (`bands.choose_plan` for their number, or
+--blocks) -> band join (`join.band_join`) -> short-text check (`short_text_check`, text
+input with --verify) -> connected components -> clusters and pairs by id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from simhash_udf.core import bands
+from simhash_udf.core.config import DedupeConfig
+from simhash_udf.stages import clusters, join, short_text_check
+from simhash_udf.stages.components import connected_components
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
+from simhash_udf.stages.scratch import Stages
+
+log = logging.getLogger("simhash_udf")
+
+
+class SelfJoinFinder:
+    """The `Finder` of a run without an index: nothing to publish or undo."""
+
+    def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
+        """Every stage from checked input documents to clusters and pairs (see `Finder.find`)."""
+        fingerprinted, normalised, texts = fingerprint_documents(docs, config, stages)
+        distinct = stages.materialise(
+            "distinct_fingerprints",
+            fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
+        )
+        n = stages.rows["distinct_fingerprints"]
+        plan = bands.choose_plan(n, config.k, config.blocks)
+        checking = normalised is not None and texts is not None and config.verify.threshold is not None
+        if checking:
+            # Which fingerprints' pairs the short-text check looks at: the join lists those
+            # pairs even in hot runs, so no pair the check drops stands for others (short_text_check).
+            distinct = short_text_check.checked_fingerprints(distinct, normalised, texts, config.verify)
+        # One shuffle of the band rows: the join's output carries its own counts (join_stats).
+        joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(distinct, plan, n))
+        with stages.timed("candidates"):
+            stats = join.join_stats(joined, plan, n)
+        stats["distinct_fingerprints"] = n
+        log.info(
+            "band plan: %d blocks, %d tables; %d distinct fingerprints, %d candidate pairs",
+            plan.blocks, plan.n_tables, n, stats["candidate_pairs"],
+        )
+        if stats["summarised_runs"]:
+            log.warning(
+                "%d hot band bucket(s) of more than %d fingerprints were summarised: pairs/ holds "
+                "enough of their pairs for exact clusters, not all of them (report.json: join.hot_buckets)",
+                stats["summarised_runs"], stats["hot_run_size"],
+            )
+        fingerprint_pairs = join.join_pairs(joined, summarised=stats["summarised_runs"] > 0)
+        if checking:
+            # The short-text policy: pairs of short texts must also share enough shingles
+            # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
+            scored = stages.materialise("verify_texts", short_text_check.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))
+            stats["verify"] = short_text_check.counts(scored, config.verify)
+            fingerprint_pairs = short_text_check.kept_pairs(scored)
+        # Every round of the components is a stage result of its own; their times add up.
+        components = stages.materialise(
+            "components",
+            connected_components(
+                fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")),
+                materialise=lambda frame: stages.materialise("components", frame),
+            ),
+        )
+        clustered = clusters.assign_clusters(fingerprinted, components, config.keep_order)
+        pairs = clusters.pairs_by_id(fingerprint_pairs, fingerprinted)
+        return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)
+
+    def report_sections(self) -> dict[str, Any]:
+        return {}
+
+    def commit(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:
+    """`SelfJoinFinder().find` for notebooks: stage results checkpointed locally unless
+    `stages` says otherwise."""
+    return SelfJoinFinder().find(docs, config, stages or Stages())
