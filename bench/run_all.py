@@ -23,7 +23,6 @@ Benchmarks are not tests: nothing here asserts a time; the figures are for readi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -42,7 +41,7 @@ from bench.machine import (
     memory_bytes,
     package_versions,
 )
-from bench.runners import ROOT, module_command
+from bench.runners import ROOT, command_text, module_command, run_module_json
 from bench.tables import load_text, ratio_text, seconds_list, table_lines
 
 BENCH = ROOT / "bench"
@@ -291,14 +290,9 @@ def fingerprint_run(args: argparse.Namespace) -> list[str] | None:
     """Section 1 (bench/fingerprint_throughput.py) and the index note; None if it failed."""
     fp_args = ["--repeats", str(args.repeats)] + (["--quick"] if args.quick else []) + (
         ["--no-spark"] if args.no_spark else [])
-    command = scale_sections.command_text("fingerprint_throughput", fp_args)
-    print(f"run_all: {command}", file=sys.stderr)
-    result = subprocess.run(module_command("fingerprint_throughput", *fp_args), cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True)
-    if result.returncode != 0:
-        print("run_all: bench/fingerprint_throughput.py failed (its messages are above)", file=sys.stderr)
+    report = run_module_json("fingerprint_throughput", fp_args)
+    if report is None:
         return None
-    report = json.loads(result.stdout)
 
     index_note = []
     if args.with_index:
@@ -310,7 +304,7 @@ def fingerprint_run(args: argparse.Namespace) -> list[str] | None:
         index_note = ["Index lookup against a persistent index: `bench/RESULTS-index.md` "
                       "(not rerun here; `python -m bench.run_all --with-index` runs it too).", ""]
 
-    return [*fingerprint_section(report, command), *index_note]
+    return [*fingerprint_section(report, command_text("fingerprint_throughput", fp_args)), *index_note]
 
 
 if __name__ == "__main__":

@@ -85,6 +85,26 @@ def module_command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", f"bench.{module}", *args]
 
 
+def command_text(module: str, script_args: list[str]) -> str:
+    """The command as results show it: `python -m bench.<module> <args>`."""
+    return " ".join([f"python -m bench.{module}", *script_args])
+
+
+def run_module_json(module: str, script_args: list[str]) -> dict | None:
+    """Run a bench script as a module from the repository root (its stderr passes through);
+    its JSON stdout, or None if it failed. The JSON is kept as
+    build/bench-cache/<module>.last.json, so a section can be rendered again without
+    rerunning its benchmark."""
+    print(f"run_all: {command_text(module, script_args)}", file=sys.stderr)
+    result = subprocess.run(module_command(module, *script_args), cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        print(f"run_all: bench/{module}.py failed (exit {result.returncode}; its messages are above)", file=sys.stderr)
+        return None
+    CACHE.mkdir(parents=True, exist_ok=True)
+    (CACHE / f"{module}.last.json").write_text(result.stdout)
+    return json.loads(result.stdout)
+
+
 def _children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):

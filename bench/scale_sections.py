@@ -8,13 +8,11 @@ Called by bench/run_all.py; the scripts themselves print JSON, so each also runs
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 
 from bench.join_scale import table as join_table
 from bench.pipeline_throughput import section as pipeline_section
-from bench.runners import CACHE, ROOT, module_command
+from bench.runners import CACHE, ROOT, command_text, run_module_json
 from bench.tables import fmt_n, load_text
 
 SCALING_DOC = ROOT / "docs" / "scaling.md"
@@ -22,25 +20,6 @@ SCALING_DOC = ROOT / "docs" / "scaling.md"
 # Targets of issue 3, part 2.
 GROWTH_TARGET = 1.15
 HALF_AT = 16_000_000
-
-
-def command_text(module: str, script_args: list[str]) -> str:
-    """The command as the results show it: `python -m bench.<module> <args>`."""
-    return " ".join([f"python -m bench.{module}", *script_args])
-
-
-def _run_json(module: str, script_args: list[str]) -> dict | None:
-    """Run a bench script as a module (its stderr passes through); its JSON stdout, or None if
-    it failed."""
-    print(f"run_all: {command_text(module, script_args)}", file=sys.stderr)
-    result = subprocess.run(module_command(module, *script_args), cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        print(f"run_all: bench/{module}.py failed (exit {result.returncode}; its messages are above)", file=sys.stderr)
-        return None
-    # Kept, so a section can be rendered again without rerunning its benchmark.
-    CACHE.mkdir(parents=True, exist_ok=True)
-    (CACHE / f"{module}.last.json").write_text(result.stdout)
-    return json.loads(result.stdout)
 
 
 def _failed(title: str, module: str) -> list[str]:
@@ -58,7 +37,7 @@ def join_run(args: argparse.Namespace) -> tuple[dict | None, list[str]]:
     elif args.quick:
         script_args.append("--quick")
     CACHE.mkdir(parents=True, exist_ok=True)
-    report = _run_json("join_scale", script_args)
+    report = run_module_json("join_scale", script_args)
     title = "## 2. Join: 1M to 64M fingerprints, ours against the plain band join"
     if report is None:
         return None, _failed(title, "join_scale")
@@ -149,7 +128,7 @@ def join_targets(report: dict) -> list[str]:
 
 def skew_run(args: argparse.Namespace) -> list[str]:
     script_args = ["--driver-memory", args.driver_memory] + (["--quick"] if args.quick else [])
-    report = _run_json("skew", script_args)
+    report = run_module_json("skew", script_args)
     title = "## 3. Skew: a template's pages, exact copies, a hot key"
     if report is None:
         return _failed(title, "skew")
@@ -245,7 +224,7 @@ def scaling_run(args: argparse.Namespace, join_report: dict | None) -> list[str]
         script_args += ["--join-json", str(CACHE / "join_scale.json")]
     if not args.quick:  # a full run rewrites the generated part of docs/scaling.md
         script_args += ["--write", str(SCALING_DOC)]
-    report = _run_json("scaling_table", script_args)
+    report = run_module_json("scaling_table", script_args)
     title = "## 5. The road to a billion: the cost model"
     if report is None:
         return _failed(title, "scaling_table")
