@@ -1,15 +1,15 @@
 """One hot run of short texts through the job: the clusters are the components of every
 pair within k that the short-text check keeps, whatever the row order (issue 11, item 1).
 
-Two families of 1,250 short texts each (under 300 characters, so the default policy checks
+Two families of 1,001 short texts each (under 300 characters, so the default policy checks
 every pair: Jaccard of 2-word shingles at least 0.5). Within a family the texts share 34
 words in one order and differ by a few appended words; the other family has the same words
 in the reverse order (its shingles are different), with two words swapped. The words were
 picked (by their feature hashes) so that all fingerprints agree on bits 0..47, the families
 differ on bit 63, and each appended pair of words sets one of bits 48..62: every pair differs
 in the last block of the plan the job picks (4 blocks of 16 bits at k = 3), so its canonical
-run is the first sub-block of table 0, one run of all 2,500 fingerprints, more than
-HOT_RUN_SIZE; pairs within k across the families, which the check drops; pairs within k
+run is the first sub-block of table 0, one run of all 2,002 fingerprints, just more than
+HOT_RUN_SIZE (2,000); pairs within k across the families, which the check drops; pairs within k
 inside each family, which it keeps.
 
 The expected clusters come from a brute force that knows nothing of band plans, runs or
@@ -35,7 +35,7 @@ from simhash_udf.core.normalise import normalise
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 K = 3
-FAMILY = 1250
+FAMILY = 1001  # 2 x 1,001 = 2,002 fingerprints: just over HOT_RUN_SIZE with two equal families
 BASE = (
     "jkzvj ftdtg dklkx fmxvj jcvjz jfpzh gzcbg grcfx gkglg hxmxg hqhzb gqhzc bxdbf jmggm fjbfn "
     "kjkgr hrdff gqcgt hdntf cssxd dfjjf ddgld dbtkg jrmzh gwvpn dtzbs ctcwz dzpmt hwbqd jcqjc "
