@@ -9,7 +9,6 @@ manifest) say where it is.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -18,7 +17,9 @@ import subprocess
 import time
 
 import pytest
-from helpers import clusters_of, entries_of, entry_key, missing_or_resized, pairs_of, run_job, start_job
+from helpers import (
+    clusters_of, entries_of, entry_key, missing_or_resized, newest_manifest, pairs_of, run_job, start_job,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -80,7 +81,7 @@ def test_killed_run_leaves_the_index_whole_and_a_rerun_repairs_it(
     assert index_main(["compact", "--index", str(index), "--min-age", "0", "--keep-last", "1"], spark=spark) == 0
     assert not list((index / "leases").glob("*.json"))
     assert missing_or_resized(index) == []
-    listed = {s["folder"].split("/")[-1] for s in json.loads(sorted((index / "manifests").glob("*.json"))[-1].read_text())["segments"]}
+    listed = {s["folder"].split("/")[-1] for s in newest_manifest(index)["segments"]}
     assert {p.name for p in (index / "segments").iterdir()} == listed
 
     # The same run id again: the outputs and the index of an uninterrupted run.
