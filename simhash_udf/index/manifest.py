@@ -98,4 +98,5 @@ class Manifest:
 
 
 def now_iso() -> str:
+    """The current UTC time to the second (ISO 8601), as manifests and leases record it."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

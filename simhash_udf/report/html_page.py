@@ -4,8 +4,8 @@
 few near-duplicate pairs with their texts into one self-contained HTML string: no external
 CSS, scripts, fonts or images; the histograms and stage times are inline SVG drawn by
 `bar_chart_svg`; every text from the data is escaped. The markup is also well-formed XML, so
-tests (and tools) can parse it strictly. `sample_pairs` is the only function here
-that touches Spark: it collects the handful of pairs the page shows.
+tests (and tools) can parse it strictly. Pure Python: the pairs are collected by
+`report/pair_samples.sample_pairs`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from simhash_udf.report.textdiff import side_by_side
-
-# How many pairs the page shows, and how much of each text: the page must stay small
-# whatever the crawl.
-SAMPLE_PAIRS = 5
-SAMPLE_CHARS = 3000
 
 _BAR = "#4a78b5"
 _STAGE_BAR = "#6a9f58"
@@ -33,9 +25,9 @@ _STAGE_BAR = "#6a9f58"
 class PairSample:
     """One near-duplicate pair as the page shows it.
 
-    text_a / text_b: the first `SAMPLE_CHARS` characters of each document's text (None when
-    the input has no text column, e.g. with --fingerprint-col); truncated_a / truncated_b say
-    whether the text was longer.
+    text_a / text_b: the start of each document's text (`pair_samples.SAMPLE_CHARS`
+    characters; None when the input has no text column, e.g. with --fingerprint-col);
+    truncated_a / truncated_b say whether the text was longer.
     """
 
     id_a: Any
@@ -45,58 +37,6 @@ class PairSample:
     text_b: str | None = None
     truncated_a: bool = False
     truncated_b: bool = False
-
-
-def sample_pairs(
-    pairs: DataFrame,
-    docs: DataFrame,
-    id_col: str,
-    text_col: str | None,
-    limit: int = SAMPLE_PAIRS,
-    max_chars: int = SAMPLE_CHARS,
-    extract: str | None = None,
-) -> list[PairSample]:
-    """The `limit` pairs furthest apart (ties by id_a, id_b: deterministic), with the start of
-    their texts; only these few rows reach the driver.
-
-    pairs: `id_a`, `id_b`, `distance` (see `NearDuplicates.pairs`).
-    docs: the input documents, with `id_col` and (unless `text_col` is None) `text_col`.
-    extract: for HTML input, the `--extract` mode: the page is shown as the text that was
-        fingerprinted (`extract.extract_text`, on the driver for these few pages) rather
-        than as raw HTML.
-    """
-    top = pairs.orderBy(F.col("distance").desc(), "id_a", "id_b").limit(limit).collect()
-    if not top:
-        return []
-    texts: dict[Any, tuple[str | None, bool]] = {}
-    if text_col is not None:
-        wanted = {r["id_a"] for r in top} | {r["id_b"] for r in top}
-        text = F.col(text_col).cast("string")
-        # HTML is extracted whole (the article may start after max_chars of markup).
-        shown = text if extract else F.substring(text, 1, max_chars)
-        rows = (
-            docs.where(F.col(id_col).isin(list(wanted)))
-            .select(
-                F.col(id_col).alias("id"),
-                shown.alias("text"),
-                (F.length(text) > max_chars).alias("truncated"),
-            )
-            .collect()
-        )
-        texts = {r["id"]: (r["text"], bool(r["truncated"])) for r in rows}
-        if extract:
-            from simhash_udf.core.extract import extract_text
-
-            for key, (raw, _) in texts.items():
-                plain = extract_text(raw, extract) if raw is not None else None
-                cut = plain is not None and len(plain) > max_chars
-                texts[key] = (plain[:max_chars] if plain is not None else None, cut)
-    samples = []
-    for r in top:
-        text_a, cut_a = texts.get(r["id_a"], (None, False))
-        text_b, cut_b = texts.get(r["id_b"], (None, False))
-        samples.append(PairSample(r["id_a"], r["id_b"], int(r["distance"]), text_a, text_b, cut_a, cut_b))
-    return samples
 
 
 def _e(value: Any) -> str:

@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
 
 from simhash_udf.core.config import DedupeConfig, FingerprintConfig
-from simhash_udf.files.inputs import CORRUPT_COLUMN, DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
+from simhash_udf.files.inputs import DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
+from simhash_udf.files.json_csv import CORRUPT_COLUMN
 from simhash_udf.stages import udfs
 
 # Reasons a document is skipped (status `skipped`) or matched only exactly.

@@ -235,17 +235,17 @@ def test_extract_without_html_input_is_a_command_line_error(spark, dedupe_main, 
 
 @pytest.mark.spark
 def test_report_html_shows_html_pages_as_their_extracted_text(spark, shared_data) -> None:
-    from simhash_udf.report import html_page
+    from simhash_udf.report import pair_samples
 
     pages = {name: readability_page(shared_data, name) for name in ("nytimes-1", "nytimes-2")}
     docs = spark.createDataFrame(list(pages.items()), "id string, text string")
     pairs = spark.createDataFrame([("nytimes-1", "nytimes-2", 2)], "id_a string, id_b string, distance int")
     for mode in ("main", "all"):
-        (sample,) = html_page.sample_pairs(pairs, docs, "id", "text", extract=mode)
+        (sample,) = pair_samples.sample_pairs(pairs, docs, "id", "text", extract=mode)
         for shown, cut, name in ((sample.text_a, sample.truncated_a, "nytimes-1"), (sample.text_b, sample.truncated_b, "nytimes-2")):
             plain = extract_text(pages[name], mode)
             # The page's markup starts far beyond SAMPLE_CHARS: extracted whole, then cut.
-            assert shown == plain[: html_page.SAMPLE_CHARS] and cut == (len(plain) > html_page.SAMPLE_CHARS)
+            assert shown == plain[: pair_samples.SAMPLE_CHARS] and cut == (len(plain) > pair_samples.SAMPLE_CHARS)
             assert "<" not in shown[:200]
-    (raw,) = html_page.sample_pairs(pairs, docs, "id", "text")
-    assert raw.text_a == pages["nytimes-1"][: html_page.SAMPLE_CHARS]
+    (raw,) = pair_samples.sample_pairs(pairs, docs, "id", "text")
+    assert raw.text_a == pages["nytimes-1"][: pair_samples.SAMPLE_CHARS]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
-from simhash_udf.report import html_page
+from simhash_udf.report import pair_samples
 from simhash_udf.report import summary as report_module
 from simhash_udf.report.html_page import PairSample, bar_chart_svg, render
 
@@ -295,15 +295,15 @@ def test_sample_pairs_takes_the_furthest_pairs_and_the_start_of_their_texts(spar
     )
     pair_rows = [(1, 2, 1), (3, 4, 3), (1, 5, 3), (2, 6, 2), (7, 8, 3), (5, 6, 1)]
     pairs = spark.createDataFrame(pair_rows, "id_a long, id_b long, distance int")
-    got = html_page.sample_pairs(pairs, docs, "doc_id", "body", limit=4, max_chars=12)
+    got = pair_samples.sample_pairs(pairs, docs, "doc_id", "body", limit=4, max_chars=12)
     expected = sorted(pair_rows, key=lambda r: (-r[2], r[0], r[1]))[:4]
     assert [(s.id_a, s.id_b, s.distance) for s in got] == expected
     full = {i: f"text {i} " + "y" * (i * 3) for i in range(1, 9)}
     for s in got:
         assert s.text_a == full[s.id_a][:12] and s.truncated_a == (len(full[s.id_a]) > 12)
         assert s.text_b == full[s.id_b][:12] and s.truncated_b == (len(full[s.id_b]) > 12)
-    assert html_page.sample_pairs(pairs.limit(0), docs, "doc_id", "body") == []
-    no_text = html_page.sample_pairs(pairs, docs, "doc_id", None, limit=1)
+    assert pair_samples.sample_pairs(pairs.limit(0), docs, "doc_id", "body") == []
+    no_text = pair_samples.sample_pairs(pairs, docs, "doc_id", None, limit=1)
     assert no_text == [PairSample(1, 5, 3)]
 
 
@@ -345,8 +345,8 @@ def test_the_job_writes_report_html_beside_report_json(sample_run, spark):
     texts = {d["id"]: d["text"] for d in map(json.loads, SAMPLE.read_text(encoding="utf-8").splitlines())}
     for div, (_, a, b) in zip(shown, pairs):
         left, right = div.find(".//table[@class='pair']").iter("td")
-        assert text(left) == texts[a][: html_page.SAMPLE_CHARS]
-        assert text(right) == texts[b][: html_page.SAMPLE_CHARS]
+        assert text(left) == texts[a][: pair_samples.SAMPLE_CHARS]
+        assert text(right) == texts[b][: pair_samples.SAMPLE_CHARS]
         assert list(left.iter("mark")) or list(right.iter("mark")), "a near duplicate differs somewhere"
     # Published with the rest: nothing left in a staging folder.
     assert not list(sample_run.parent.glob(".*staging*"))
