@@ -51,7 +51,14 @@ from bench.corpora import Corpus, CorpusError, peoples_daily, python_doc_html
 from bench.join_scale import BASELINE_SQL
 from bench.machine import load_average
 from bench.runners import CACHE as BENCH_CACHE
-from bench.runners import ROOT, Runs, bench_session, interleaved, module_command
+from bench.runners import (
+    ROOT,
+    Runs,
+    bench_session,
+    command_text,
+    interleaved,
+    module_command,
+)
 from bench.tables import load_text, ratio_text, table_lines
 
 CACHE = BENCH_CACHE / "pipeline"
@@ -59,6 +66,7 @@ CORES = 2
 K = 3
 # One near-copy for every this many documents.
 COPY_EVERY = 10
+SECTION_TITLE = "## 4. Whole pipeline: documents per second per core, raw input to written outputs"
 
 
 def near_copy(text: str) -> str:
@@ -230,12 +238,17 @@ def section(quick: bool, repeats: int | None = None) -> list[str]:
     script_args = ["--repeats", str(repeats)] + (["--quick"] if quick else [])
     result = subprocess.run(module_command("pipeline_throughput", *script_args), cwd=ROOT, stdout=subprocess.PIPE,
                             text=True)
-    command = " ".join(["python -m bench.pipeline_throughput", *script_args])
-    header = ["## 4. Whole pipeline: documents per second per core, raw input to written outputs", ""]
+    command = command_text("pipeline_throughput", script_args)
     if result.returncode != 0:
-        return header + [f"`{command}` failed (exit {result.returncode}); its messages went to stderr.", ""]
-    report = json.loads(result.stdout)
-    lines = header + [
+        return [SECTION_TITLE, "", f"`{command}` failed (exit {result.returncode}); its messages went to stderr.", ""]
+    return section_lines(json.loads(result.stdout), command)
+
+
+def section_lines(report: dict, command: str) -> list[str]:
+    """The markdown section for bench/RESULTS.md from this benchmark's JSON, its heading included."""
+    lines = [
+        SECTION_TITLE,
+        "",
         f"`{command}` ({report['repeats']} repeats, interleaved; medians; {report['seconds']:.0f} s in all; "
         f"load average {load_text(report['load_start'])} at its start, {load_text(report['load_end'])} at its end).",
         "",
