@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from simhash_udf.core.limits import MAX_EXPLICIT_TABLES, MAX_K
 
 TOKENIZERS = ("auto", "jieba", "word", "char")
-# The engines that give jieba's segmentation (see `text.SEGMENTERS`).
+# The engines that give jieba's segmentation (see `core/tokens.jieba_tokens`).
 SEGMENTERS = ("rjieba", "jieba")
 # What of an HTML page is fingerprinted (`--extract`, see simhash_udf/core/extract.py):
 # its main content, or all its visible text.
@@ -33,7 +33,7 @@ class FingerprintConfig:
         (jieba on the whole text), `word` (runs of Unicode word characters) or `char`.
     segmenter: the engine of jieba's segmentation: `rjieba` (jieba-rs: the same dictionary
         and HMM, ~15x faster; jieba's tokens on all of People's Daily and on all but one of
-        181,740 test texts, see `text.jieba_tokens`) or `jieba` (the Python one).
+        181,740 test texts, see `tokens.jieba_tokens`) or `jieba` (the Python one).
     ngram: features are n-grams of consecutive tokens (characters for `char`).
     weighting: `binary` (each distinct feature once), `tf` (its count), `tfidf` (count x
         IDF), `idf` (IDF once per distinct feature) or `logtfidf` ((1 + ln count) x IDF); IDFs
