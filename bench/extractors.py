@@ -14,7 +14,7 @@ Pages (`load_pages`, from bench/datasets.py's loaders):
   them hand-made, the largest 14 kB; the smallest real page is 24 kB).
 
 Extractors, each a function HTML -> text, run on the same pages in the same process:
-- all: every visible text node (`text.html_to_text`, the job before `--extract`): the floor.
+- all: every visible text node (`html_text.html_to_text`, the job before `--extract`): the floor.
 - trafilatura: `trafilatura.extract` with comments out, tables in, and its own
   readability/jusText fallback extractors on (its default mode).
 - trafilatura-fast: the same with `fast=True` (no fallback extractors), as
@@ -28,7 +28,7 @@ Figures:
 - speed: pages per CPU-second of this single-threaded process (= per core), median of
   `--repeats` passes over all pages (extractors interleaved in each pass).
 - distance to the article: Hamming distance between the fingerprint of the extracted text
-  and that of the ground-truth article (both `text.normalise`d, default `FingerprintConfig`);
+  and that of the ground-truth article (both `normalise.normalise`d, default `FingerprintConfig`);
   mean, median, share within k = 3. A page whose extraction is empty or too short to
   fingerprint counts as 64 bits away (and is counted as `empty`).
 - same site, different articles: every pair of pages of one site whose ground-truth articles
@@ -301,7 +301,7 @@ def render(pages, pairs, q, pages_per_s, robust, repeats, seconds) -> str:
         f"Pages: {n_aeb} aeb pages and {len(pages) - n_aeb} readability test pages from real "
         f"sites (see the script's docstring for the selection rule). Distance = Hamming distance "
         f"between the fingerprint of the extracted text and that of the page's ground-truth "
-        f"article (`text.normalise`, default fingerprint settings; no fingerprint = 64). "
+        f"article (`normalise.normalise`, default fingerprint settings; no fingerprint = 64). "
         f"Same-site pairs: {len(pairs)} pairs of pages of one site whose articles differ; "
         f"the ground-truth articles themselves have {q['_truth_false_merges']['count']} of them within k.",
         "",
@@ -353,7 +353,7 @@ def render(pages, pairs, q, pages_per_s, robust, repeats, seconds) -> str:
         "",
         "An error here is caught (`extract.extract` falls back to all visible text); a timeout "
         "would hold up a Spark task. Deeply nested markup is the slow case: lexbor's "
-        "visible-text walk (`text.html_to_text`: the `all` mode, and `main`'s fallback) grows "
+        "visible-text walk (`html_text.html_to_text`: the `all` mode, and `main`'s fallback) grows "
         "with depth squared, while trafilatura gives up on such a tree at once (lxml's depth "
         "limit) and the job falls back to all visible text.",
     ]

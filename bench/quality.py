@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.quality --quick    # small seeded samples: a smoke test, not a result
 
 What is scored is what the job runs: a page's text comes from `extract.extract(html, "main")`
-(the job's `--extract main`), every text is `text.normalise`d, fingerprinted by
+(the job's `--extract main`), every text is `normalise.normalise`d, fingerprinted by
 `fingerprint.fingerprints` with the default `FingerprintConfig`, and a pair is merged as the
 job merges it: exact copies (equal normalised text) always, otherwise both texts fingerprinted
 (at least `min_features` distinct features) and at most `k` bits apart. The band join finds
@@ -792,7 +792,7 @@ def method_section(args: argparse.Namespace, sets: Sets, wall: dict[str, float],
         ["software", software(("datasketch", "simhash", "trafilatura"))],
         ["library", library_version()],
         ["command", "`.venv/bin/python -m bench.quality" + "".join(f" {a}" for a in args.argv) + "`"],
-        ["page text", f"{sets.extractor}, then `text.normalise`; articles: the ground truth"],
+        ["page text", f"{sets.extractor}, then `normalise.normalise`; articles: the ground truth"],
         ["sentence pairs", f"{len(pairs):,} of {sets.total_pairs:,}"
          + (f" (random sample, seed {args.seed})" if len(pairs) < sets.total_pairs else " (all)")],
         ["near-copies", f"{sets.frames['synthetic']['a'].nunique()} article texts ≥ 300 characters, "
