@@ -31,7 +31,7 @@ _ALL = (1 << BITS) - 1
 # this machine. A band row is exploded, shuffled as (table, fingerprint) and read into a
 # Python worker as Arrow (~0.8 us, the Spark side of a 1M run); in the worker each row is
 # packed and sorted once per sub-block (k + 1 passes, ~0.06 us each: 4M fingerprints x 4
-# tables x 4 sub-blocks took 3.7 s in `join_kernel.join_partition` alone); a candidate is a
+# tables x 4 sub-blocks took 3.7 s in `pair_kernel.join_partition` alone); a candidate is a
 # gathered pair checked by `np.bitwise_count` (~0.02 us). The old SQL join paid ~0.24 us per
 # candidate, and its candidates were all pairs sharing a table's key.
 COST_PER_ROW = 1.0
@@ -267,7 +267,7 @@ def choose_plan(n: int, k: int, blocks: int | None = None) -> BandPlan:
     return BandPlan(k, best.blocks, chosen_by=CHOSEN_BY_MODEL, planned_for=n)
 
 
-# The cost model of a lookup against an index (`index_match.lookup`), in microseconds of one
+# The cost model of a lookup against an index (`simhash_udf.index.lookup.lookup`), in microseconds of one
 # core. The lookup is not the two-level self-join: the batch's M distinct fingerprints become
 # M x tables key rows, broadcast, and the index's N x tables stored key rows are read from
 # Parquet and probed against them (a plain equi-join on (table, key), no sub-blocks). Every

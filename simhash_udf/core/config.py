@@ -68,13 +68,13 @@ class FingerprintConfig:
 
 @dataclass(frozen=True)
 class VerifyConfig:
-    """The second stage for short texts (`--verify`, see :mod:`verify` and docs/short-texts.md).
+    """The second stage for short texts (`--verify`, see `simhash_udf.core.short_text_policy` and docs/short-texts.md).
 
     threshold: a candidate pair the policy checks is kept only when the Jaccard similarity
         of the two texts' shingle sets reaches it; None: no check (every pair within k kept).
     below_chars: check only pairs whose shorter normalised text has fewer characters than
         this (simhash is reliable on long texts); None: check every pair.
-    shingle: shingle size (words; characters for Han text, see `verify.shingles`).
+    shingle: shingle size (words; characters for Han text, see `short_text_policy.shingles`).
     """
 
     threshold: float | None = 0.5

@@ -10,9 +10,9 @@ from __future__ import annotations
 # Largest k accepted: where the band join stays exact on random data. Beyond it the chosen
 # plan's random runs (fingerprints sharing a table's key and a sub-block) reach the hot
 # threshold at 10^9 fingerprints (k = 8: ~600 members a run at 10^10, k = 10: ~3,800 at
-# 10^9 against join_kernel.HOT_RUN_SIZE = 2,000), so unrelated pages would be summarised and
+# 10^9 against hot_runs.HOT_RUN_SIZE = 2,000), so unrelated pages would be summarised and
 # pairs/ left incomplete. Up to k = 7 the mean random run stays at most ~120 members from
-# 10^6 to 10^10 fingerprints (tests/core/test_join_kernel.py checks it). A simhash match beyond
+# 10^6 to 10^10 fingerprints (tests/core/test_pair_kernel.py checks it). A simhash match beyond
 # ~7 bits of 64 says little about short texts anyway (docs/quality.md).
 MAX_K = 7
 

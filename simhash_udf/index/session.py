@@ -81,7 +81,7 @@ class IndexSession:
     def _open_version(spark: SparkSession, options: IndexOptions, config: DedupeConfig, input_path: str) -> IndexSession:
         """Read the newest version and check this run fits it.
 
-        Raises IndexError_ (an io.InputError: exit code 2) when k, --blocks or the
+        Raises IndexError_ (an inputs.InputError: exit code 2) when k, --blocks or the
         fingerprint settings differ from the index's, when the run id is being rerun after
         later runs built on it, and IndexCorruptError naming a bad manifest or data file.
         """

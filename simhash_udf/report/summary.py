@@ -139,7 +139,7 @@ def build(
             "largest_bucket": join_stats["largest_bucket"],
             "hot_bucket_threshold": join_stats.get("hot_run_size", join_stats.get("hot_bucket_threshold")),
             "hot_buckets": join_stats.get("hot_buckets", []),
-            # Hot buckets' pairs are summarised (join_kernel.summarise_run): pairs/ then holds
+            # Hot buckets' pairs are summarised (`hot_runs.summarise_run`): pairs/ then holds
             # enough of them for exact clusters, not all of them.
             "summarised_buckets": join_stats.get("summarised_runs", 0),
             "summary_edges": join_stats.get("summary_edges", 0),
