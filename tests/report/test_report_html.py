@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from simhash_udf.core import bands
+from simhash_udf.report import explain as explain_module
 from simhash_udf.report import pair_samples
-from simhash_udf.report import summary as report_module
 from simhash_udf.report.html_page import PairSample, bar_chart_svg, render
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -269,7 +270,7 @@ def test_a_report_without_texts_or_stage_rows_still_renders():
 
 
 def test_explain_lists_the_stages_and_the_expected_candidates():
-    text_run = report_module.explain(1_000_000, 3, None, fmt="parquet")
+    text_run = explain_module.explain(1_000_000, bands.choose_plan(1_000_000, 3), fmt="parquet")
     # The model's choice at 1M is 4 blocks (16-bit keys + 12-bit sub-blocks: ~29,800 by chance).
     from simhash_udf.core.bands import plan_cost
 
@@ -280,7 +281,7 @@ def test_explain_lists_the_stages_and_the_expected_candidates():
     listed = [line.split()[0] for line in text_run.split("stages of the run")[1].splitlines()[1:]]
     assert listed[:3] == ["read", "check_ids", "normalise"] and listed[-1] == "report"
     assert "sample_pairs" in listed and "parse" not in listed
-    given = report_module.explain(1000, 3, None, fmt="json", fingerprint_col=True, write_pairs=False)
+    given = explain_module.explain(1000, bands.choose_plan(1000, 3), fmt="json", fingerprint_col=True, write_pairs=False)
     listed = [line.split()[0] for line in given.split("stages of the run")[1].splitlines()[1:]]
     assert "parse" in listed and "normalise" not in listed and "pairs" not in listed and "sample_pairs" not in listed
 
@@ -333,7 +334,7 @@ def test_the_job_writes_report_html_beside_report_json(sample_run, spark):
     stages = bars(root.find(".//figure[@id='stage-times']"), "width")
     assert [label for label, _, _ in stages] == list(report["stage_seconds"])
     # --explain lists the stages a run goes through: the very ones this run went through.
-    assert [name for name, _ in report_module.run_stages("json")] == list(report["stage_seconds"])
+    assert [name for name, _ in explain_module.run_stages("json")] == list(report["stage_seconds"])
 
     # The sample: the five pairs of pairs/ furthest apart, each with the documents' own texts.
     pairs = sorted(
