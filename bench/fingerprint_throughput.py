@@ -6,7 +6,7 @@ Prints a JSON document (for bench/run_all.py, which writes bench/RESULTS.md). Co
 bench/corpora.py. MB = 10^6 bytes of UTF-8.
 
 Single process (one core), over the same documents, methods interleaved in every repeat:
-- ours: what the job's two pandas UDFs do to a document, `text.normalise` then
+- ours: what the job's two pandas UDFs do to a document, `normalise.normalise` then
   `fingerprint.fingerprints` with the default `FingerprintConfig` (jieba's segmentation by
   rjieba on Han runs, words elsewhere, logtfidf weights, xxh3 feature hashes);
 - ours, --segmenter jieba: the same with the Python jieba as the segmenter (Chinese only:
@@ -20,7 +20,7 @@ Single process (one core), over the same documents, methods interleaved in every
 - jieba / rjieba: segmentation alone (precise mode, HMM on), Chinese only;
 - ours' stages, cumulative: normalise; normalise + tokens (the rest of `ours` is numbering,
   counting, weights and hashing), to show where its time goes.
-English text methods run on the text the library extracts from the HTML (`text.html_to_text`,
+English text methods run on the text the library extracts from the HTML (`html_text.html_to_text`,
 timed apart as its own line, in MB of HTML); their MB are MB of that text.
 
 Spark (local[2], Arrow batches as in the job): the fingerprint stage over a binary column of the

@@ -92,7 +92,7 @@ def fingerprint_section(report: dict, command: str) -> list[str]:
         f"| English | {en['source']} (without the generated index pages) | {en['documents']:,} | "
         f"{en['chars']:,} | {en['mb']:.2f} of HTML, {en['text_mb']:.2f} of text after `html_to_text` |",
         "",
-        "Methods (single process, so MB/s is per core): **ours** = `text.normalise` + "
+        "Methods (single process, so MB/s is per core): **ours** = `normalise.normalise` + "
         "`fingerprint.fingerprints` with the default `FingerprintConfig`, what the job's UDFs run; "
         "**recipe** = baseline (a), the blog post's jieba full mode + `extract_tags(topK=100)` + "
         "Python string hash (`bench/recipe.py`); **simhash-pkg** = baseline (b), `simhash.Simhash(text)` "
@@ -115,7 +115,7 @@ def fingerprint_section(report: dict, command: str) -> list[str]:
     html_wall = statistics.median(html["wall_s"])
     ours_wall = statistics.median(ours_en["wall_s"])
     out += [
-        f"HTML extraction (`text.html_to_text`, lexbor), timed apart from the table above: "
+        f"HTML extraction (`html_text.html_to_text`, lexbor), timed apart from the table above: "
         f"**{html['mb_per_s']:.1f} MB of HTML/s** (runs {seconds_list(html['wall_s'])} s). HTML to fingerprint "
         f"in one process: {html['mb'] / (html_wall + ours_wall):.1f} MB of HTML/s.",
         "",

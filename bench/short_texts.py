@@ -391,7 +391,7 @@ def main() -> None:
         f"{c['exact_copies']:,} exact copies of another review; {c['short']:,} distinct texts under 140 characters; "
         f"{c['no_fingerprint']:,} without a fingerprint (fewer than 4 features: matched only as exact copies). "
         f"Exact copies have one normalised text, hence one fingerprint: the job clusters them by fingerprint without "
-        f"any pair, so the policy cannot separate them (tests/stages/test_verify.py checks it on the job). "
+        f"any pair, so the policy cannot separate them (tests/stages/test_short_text_check.py checks it on the job). "
         f"{NEAR_SAMPLE:,} synthetic near copies: one character deleted, inserted or replaced per 25 characters "
         f"(seed {SEED}).\n")
     add(f"| pairs | count (within {K_MAX} bits) | within k = {K} (candidates) | merged, none | merged, default | dropped by the policy |")
