@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core.config import DedupeConfig
 from simhash_udf.index import assign, lookup
-from simhash_udf.index.session import IndexSession
+from simhash_udf.index.session import IndexSession, indexed_fingerprints
 from simhash_udf.index.store import IndexCorruptError, IndexError_
 from simhash_udf.stages import clusters, join
 from simhash_udf.stages.components import connected_components
@@ -105,7 +105,7 @@ def find_against_index(
         stats = join_counts(join.join_stats(joined, plan, n), found.stats)
     stats["distinct_fingerprints"] = n
     # What the report prices the lookup for: the fingerprints the index held (key rows per table).
-    stats["index_fingerprints"] = sum(r.keys for r in session.base.runs) // plan.n_tables
+    stats["index_fingerprints"] = indexed_fingerprints(session.base)
     session.stats.update(found.stats)
     batch_pairs = stages.materialise(
         "verify", join.join_pairs(joined, summarised=stats["self_join_summarised_runs"] > 0)

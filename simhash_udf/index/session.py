@@ -42,6 +42,11 @@ def fingerprint_settings(config: DedupeConfig) -> dict[str, Any]:
     return settings
 
 
+def indexed_fingerprints(manifest: Manifest) -> int:
+    """The fingerprints a version of the index holds: its key rows, one per fingerprint and table."""
+    return sum(r.keys for r in manifest.runs) // manifest.plan.n_tables
+
+
 @dataclass
 class IndexSession:
     """A run's view of the index: the version it builds on and what it will publish."""

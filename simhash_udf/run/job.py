@@ -14,7 +14,7 @@ from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, IndexOptions
 from simhash_udf.index import admin
 from simhash_udf.index.finder import IndexFinder
-from simhash_udf.index.session import IndexSession
+from simhash_udf.index.session import IndexSession, indexed_fingerprints
 from simhash_udf.index.store import IndexStore
 from simhash_udf.report import explain
 from simhash_udf.run.pipeline import read_input
@@ -49,7 +49,7 @@ def explain_run(
         store = IndexStore(spark, index_path)
         latest = store.latest()
         plan = bands.index_plan(latest.plan if latest else None, index_size, config.k, config.blocks)
-        fingerprints = sum(r.keys for r in latest.runs) // plan.n_tables if latest else 0
+        fingerprints = indexed_fingerprints(latest) if latest else 0
         index = explain.IndexExplain(store.root, latest is not None, fingerprints, index_size, config.k, config.blocks)
     else:
         plan = bands.choose_plan(source.rows, config.k, config.blocks)

@@ -36,9 +36,25 @@ def batch(tmp_path_factory) -> tuple[Path, list[tuple[int, int]]]:
     random singletons): (path, [(id, fingerprint)])."""
     rows = [(i + 1, fp) for i, fp in planted_rows(seed=12, groups=25, singletons=60)]
     path = tmp_path_factory.mktemp("finder") / "batch.parquet"
+    write_batch(path, rows)
+    return path, rows
+
+
+def write_batch(path: Path, rows: list[tuple[int, int]]) -> None:
     pq.write_table(pa.table({"id": pa.array([r[0] for r in rows], pa.int64()),
                              "fp": pa.array([r[1] for r in rows], pa.int64())}), path)
-    return path, rows
+
+
+def find_and_commit(finder: IndexFinder, docs, config: DedupeConfig, stages: Stages):
+    """As `pipeline.run` drives a finder: find, then commit, or abort on any failure (the
+    segment is written by `find`, the version published by `commit`)."""
+    try:
+        found = finder.find(docs, config, stages)
+        finder.commit()
+    except BaseException:
+        finder.abort()
+        raise
+    return found
 
 
 def components(rows: list[tuple[int, int]], k: int) -> set[frozenset[int]]:
@@ -82,18 +98,13 @@ def test_both_finders_find_what_brute_force_finds_on_one_batch_into_an_empty_ind
     self_join = SelfJoinFinder().find(docs, CONFIG, Stages())
     session = IndexSession.open(spark, IndexOptions(str(tmp_path / "index"), "day1"), CONFIG, str(path))
     finder = IndexFinder(session)
-    try:
-        against_index = finder.find(docs, CONFIG, Stages(work=str(tmp_path / "scratch")))
-        for found in (self_join, against_index):
-            assert found_pairs(found) == expected_pairs
-            assert found_clusters(found) == expected_clusters
-        # Same documents kept, same exact and near duplicates.
-        status = {r["id"]: r["status"] for r in self_join.clusters.select("id", "status").collect()}
-        assert {r["id"]: r["status"] for r in against_index.clusters.select("id", "status").collect()} == status
-        finder.commit()
-    except BaseException:
-        finder.abort()
-        raise
+    against_index = find_and_commit(finder, docs, CONFIG, Stages(work=str(tmp_path / "scratch")))
+    for found in (self_join, against_index):
+        assert found_pairs(found) == expected_pairs
+        assert found_clusters(found) == expected_clusters
+    # Same documents kept, same exact and near duplicates.
+    status = {r["id"]: r["status"] for r in self_join.clusters.select("id", "status").collect()}
+    assert {r["id"]: r["status"] for r in against_index.clusters.select("id", "status").collect()} == status
 
     distinct = len({fp for _, fp in rows})
     # The self-join's plan: the cost model's, for the batch's distinct fingerprints.
@@ -119,26 +130,15 @@ def test_the_index_finder_of_a_second_batch_uses_the_manifests_plan_and_finds_pa
     paths = []
     for name, part in (("day1", day1), ("day2", day2)):
         paths.append(tmp_path / f"{name}.parquet")
-        pq.write_table(pa.table({"id": pa.array([r[0] for r in part], pa.int64()),
-                                 "fp": pa.array([r[1] for r in part], pa.int64())}), paths[-1])
+        write_batch(paths[-1], part)
     index = str(tmp_path / "index")
     seven = DedupeConfig(fingerprint_col="fp", k=K, blocks=7)
     first = IndexFinder(IndexSession.open(spark, IndexOptions(index, "day1"), seven, str(paths[0])))
-    try:
-        made = first.find(spark.read.parquet(str(paths[0])), seven, Stages(work=str(tmp_path / "scratch1")))
-        first.commit()
-    except BaseException:
-        first.abort()
-        raise
+    made = find_and_commit(first, spark.read.parquet(str(paths[0])), seven, Stages(work=str(tmp_path / "scratch1")))
     assert made.plan.chosen_by == bands.CHOSEN_BY_BLOCKS
 
     second = IndexFinder(IndexSession.open(spark, IndexOptions(index, "day2"), CONFIG, str(paths[1])))
-    try:
-        found = second.find(spark.read.parquet(str(paths[1])), CONFIG, Stages(work=str(tmp_path / "scratch2")))
-        second.commit()
-    except BaseException:
-        second.abort()
-        raise
+    found = find_and_commit(second, spark.read.parquet(str(paths[1])), CONFIG, Stages(work=str(tmp_path / "scratch2")))
     assert found.plan == bands.BandPlan(K, 7) and found.plan.chosen_by == bands.CHOSEN_BY_MANIFEST
     assert second.report_sections()["index"]["band_plan"]["chosen_by"] == found.plan.reason
 
