@@ -10,6 +10,8 @@ Generators:
   centre, exact repeats, singletons) split into daily Parquet files with columns
   `id` (long), `fp` (long, the signed fingerprint) and `url` (string), read with
   `--fingerprint-col fp`.
+- `write_warc_records`: a WARC file written with warcio, independently of the job's FastWARC
+  reader.
 
 Oracles:
 - `popcount64`: the set bits of a 64-bit value, signed or unsigned.
