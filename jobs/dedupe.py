@@ -249,10 +249,10 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
             print(f"dedupe.py: error: {error}", file=sys.stderr)
             return 2
         return 0
-    index = None
-    if args.index:
-        index = IndexOptions(args.index, args.run_id, args.index_size, args.url_col, args.fetch_time_col)
     try:
+        index = None
+        if args.index:  # IndexOptions refuses an empty --run-id or a --index-size under 2
+            index = IndexOptions(args.index, args.run_id, args.index_size, args.url_col, args.fetch_time_col)
         finder = api.open_finder(spark, config, args.input, index)
         result = api.run(spark, config, args.input, args.output, args.format, args.overwrite, finder=finder)
     except (ConfigError, api.InputError, api.OutputError) as error:

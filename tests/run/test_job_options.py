@@ -190,3 +190,18 @@ def test_explain_and_the_report_say_which_plan_and_for_how_many(spark, dedupe_ma
     assert report["band_plan"]["chosen_by"] == f"cost model for {distinct:,} distinct fingerprints"
     html = (out / "report.html").read_text()
     assert f"cost model for {distinct:,} distinct fingerprints" in html
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [(["--index-size", "1"], "expected_size must be at least 2, got 1"), (["--run-id", ""], "--run-id must not be empty")],
+)
+def test_wrong_index_options_are_a_command_line_error(spark, dedupe_main, tmp_path, capsys, options, message):
+    """Index options the index cannot take end the job with exit code 2 and one line, before
+    anything is read or written (not with a traceback)."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in SAMPLE_ROWS), encoding="utf-8")
+    argv = ["--input", str(src), "--output", str(tmp_path / "out"), "--index", str(tmp_path / "index"), *options]
+    assert dedupe_main(argv, spark=spark) == 2
+    assert capsys.readouterr().err.strip() == f"dedupe.py: error: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
