@@ -57,6 +57,7 @@ def test_csv_with_a_missing_id_column(spark, dedupe_main, tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_repeated_ids_keep_one_row_each_whatever_the_row_order(spark, dedupe_main, tmp_path, caplog):
     rows = [{"id": i % 3, "text": f"{PARAGRAPH} {i}"} for i in range(9)] + [{"id": 7, "text": LONGER}]
     kept_texts = []
@@ -80,6 +81,7 @@ def test_repeated_ids_keep_one_row_each_whatever_the_row_order(spark, dedupe_mai
     assert "not unique" in caplog.text and "0, 1, 2" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_cut_gzip_keeps_its_rows_before_the_cut_and_is_named(spark, dedupe_main, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
@@ -150,6 +152,7 @@ def test_json_with_no_parseable_row_is_all_rejected(spark, dedupe_main, tmp_path
     assert spark.read.parquet(str(out / "clusters")).count() == 0
 
 
+@pytest.mark.slow
 def test_ids_and_texts_of_other_types_are_read_as_strings(spark, dedupe_main, tmp_path):
     rows = [
         {"id": 1, "text": PARAGRAPH},
@@ -209,6 +212,7 @@ def test_bad_parameters_fail_before_spark_work(spark, dedupe_main, tmp_path, cap
         _run(dedupe_main, spark, "--input", str(src), "--output", str(tmp_path / "o"), "--tokenizer", "nope")
 
 
+@pytest.mark.slow
 def test_empty_null_and_unparseable_rows_are_counted_not_lost(spark, dedupe_main, tmp_path):
     rows = [
         {"id": 1, "text": PARAGRAPH},
@@ -269,6 +273,7 @@ def test_gzipped_json_lines_are_read(spark, dedupe_main, tmp_path):
     assert statuses == ["exact_duplicate", "kept"]
 
 
+@pytest.mark.slow
 def test_a_failed_run_leaves_no_output_and_keeps_the_old_one(spark, dedupe_main, tmp_path, monkeypatch):
     src = _write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": f"{PARAGRAPH} {i}"} for i in range(5)])
     out = tmp_path / "out"

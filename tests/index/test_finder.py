@@ -88,6 +88,7 @@ def found_pairs(found) -> set[tuple[int, int, int]]:
     return {(r["id_a"], r["id_b"], r["distance"]) for r in found.pairs.collect()}
 
 
+@pytest.mark.slow
 def test_both_finders_find_what_brute_force_finds_on_one_batch_into_an_empty_index(spark, batch, tmp_path):
     path, rows = batch
     docs = spark.read.parquet(str(path))

@@ -151,6 +151,7 @@ def fresh_index(two_days, tmp_path: Path) -> Path:
     return index
 
 
+@pytest.mark.slow
 def test_rerunning_a_run_id_replaces_its_work(spark, dedupe_main, two_days, tmp_path):
     index = fresh_index(two_days, tmp_path)
     out = tmp_path / "out"
@@ -238,6 +239,7 @@ def test_a_truncated_manifest_is_named(spark, dedupe_main, two_days, tmp_path, c
     assert "00000001.json" in err and "truncated or corrupt" in err
 
 
+@pytest.mark.slow
 def test_exact_copies_and_short_texts_across_days(spark, dedupe_main, tmp_path):
     """Text input: a page copied on a later day (under a new id, in other case and spacing) is
     an exact duplicate of the indexed one; a text too short for a fingerprint is matched by its
@@ -367,6 +369,7 @@ def seven_blocks(spark, dedupe_main, tmp_path_factory):
     return {"folder": folder, "day1": day1, "day2": day2, "index": index}
 
 
+@pytest.mark.slow
 def test_report_of_an_index_run_says_the_plan_came_from_the_manifest(seven_blocks):
     assert manifest_of(seven_blocks["index"])["blocks"] == 7
     day1 = report_of(seven_blocks["folder"] / "out1")

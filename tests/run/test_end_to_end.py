@@ -128,6 +128,7 @@ def test_report_counts_match_the_outputs(spark, sample_run):
     assert not any(p.name.startswith(".") for p in sample_run.parent.iterdir()), "staging left behind"
 
 
+@pytest.mark.slow
 def test_same_clusters_whatever_the_partitioning(spark, dedupe_main, tmp_path):
     """Input split into 1 file vs 7 files, shuffle partitions 1 vs 8: identical outputs."""
     rows = _sample_rows()

@@ -52,6 +52,7 @@ def test_csv_with_string_ids_keeps_them_strings(spark, dedupe_main, tmp_path):
     assert sorted(deduped.columns) == ["body", "doc_id", "url"]
 
 
+@pytest.mark.slow
 def test_html_input_matches_pages_whose_markup_differs(spark, dedupe_main, tmp_path):
     """The same article in two page templates, with scripts and entities: with --html their
     visible texts are equal (exact duplicates); without it the markup is text and differs."""

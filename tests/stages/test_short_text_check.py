@@ -105,6 +105,7 @@ def _near_copy(base: str, k: int) -> str:
     raise AssertionError(f"no near copy of {base!r} within {k} bits")
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_job_separates_colliding_short_texts_and_keeps_copies(spark, dedupe_main, tmp_path):
     k, policy = 3, VerifyConfig()
