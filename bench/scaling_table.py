@@ -156,7 +156,7 @@ def markdown(report: dict) -> list[str]:
     lines = [
         "## The model's plans for 100M, 1B and 10B pages (k = 3)",
         "",
-        "Every block count B with at most `bands.MAX_TABLES` tables (`bands.plan_costs`); the chosen "
+        "Every block count B with at most `limits.MAX_TABLES` tables (`bands.plan_costs`); the chosen "
         "(cheapest) one in bold. Rows shuffled = N x tables; "
         + ("bucket pairs = pairs sharing a table's key by chance, sum over tables of C(N, 2) / 2^key bits "
            "(what a one-level join would compare); candidates = pairs the two-level join compares by chance "

@@ -53,7 +53,7 @@ class KernelPlan:
             k=plan.k,
             table_masks=masks,
             skipped=tuple(tuple(plan.skipped_block_masks(t)) for t in range(plan.n_tables)),
-            sub_masks=tuple(tuple(sub_block_masks(full ^ m, plan.k + 1)) for m in masks),
+            sub_masks=tuple(tuple(sub_block_masks(full ^ m, plan.sub_blocks)) for m in masks),
         )
 
 

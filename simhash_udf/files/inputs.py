@@ -212,7 +212,16 @@ def read_input_files(
     fmt: str | None = None,
     keep_types: Mapping[str, tuple[type[DataType], ...]] | None = None,
 ) -> RawInput:
-    """Read the input, damaged files included; see `read_documents` for the columns.
+    """Read the input, damaged files included, as a DataFrame of its own columns plus:
+
+    - json (JSON Lines) and csv (a header row): lines that do not parse are kept in a
+      `_corrupt_record` column, the other columns null, so the job can report them. Whether a
+      row parses can depend on which columns a query reads, so callers materialise them once
+      before classifying rows (`needs_materialising`). Strings are the file's bytes (invalid
+      UTF-8 included) except json lines with invalid UTF-8, read repaired and marked in
+      `_invalid_bytes`; `documents.rejected_rows` repairs the rest.
+    - text: one document per file, `id` the file's URI, `text` its content, `_damaged_file`
+      the reason a compressed file could not be read (its text is then null).
 
     keep_types: for json and csv, whose schema is inferred from the data, a column named here
     whose inferred type is not one of the given types is read as strings instead (so that

@@ -3,7 +3,7 @@
 Spark fails a whole job on a truncated or corrupt compressed file (an EOFException deep in a
 task), and its `ignoreCorruptFiles` option keeps the rows read before the damage but says
 nothing about which file was damaged. These checks name the damaged files up front, so the
-reader (`files/inputs.read_input_files`) can read only those leniently and the report can list
+reader (`inputs.read_input_files`) can read only those leniently and the report can list
 them.
 """
 

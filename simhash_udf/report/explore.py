@@ -1,10 +1,11 @@
 """What a person tuning a run looks at: distances of candidate pairs, what each k would merge,
 cluster sizes and near-duplicate pairs with their texts (`notebooks/explore.ipynb`).
 
-Everything here is meant for a sample (thousands to tens of thousands of documents): it reuses
-the band join (:mod:`join`), the cost model (:mod:`bands`) and the connected components
-(:mod:`components`) of the job, but asks them questions a production run never needs, such as
-every pair within 10 bits. Each function says what it costs at scale.
+Everything here is meant for a sample (thousands to tens of thousands of documents): it
+reuses the band join (:mod:`simhash_udf.stages.join`), the cost model
+(:mod:`simhash_udf.core.bands`) and the connected components
+(:mod:`simhash_udf.stages.components`) of the job, but asks them questions a production run
+never needs, such as every pair within 10 bits. Each function says what it costs at scale.
 
 Inputs are the frames of :class:`simhash_udf.stages.finder.NearDuplicates`: `clusters` (`id`,
 `cluster_id`, `fingerprint`, `status`) and fingerprint pairs (`fp_a`, `fp_b`, `distance`).

@@ -1,9 +1,9 @@
 """One step, two implementations: find the pairs and clusters of a batch of documents.
 
 `Finder` is what `simhash_udf.run.pipeline.run` calls: `SelfJoinFinder`
-(`simhash_udf.stages.self_join`: the band self-join of the batch) or `IndexSession`
-(`simhash_udf.index.session`: the batch against a persistent index, whose `find` is
-`simhash_udf.index.finder.find_against_index`). Both start with `fingerprint_documents` and
+(`simhash_udf.stages.self_join`: the band self-join of the batch) or `IndexFinder`
+(`simhash_udf.index.finder`: the batch against a persistent index, whose version is opened,
+published or undone by `simhash_udf.index.session.IndexSession`). Both start with `fingerprint_documents` and
 return a `NearDuplicates`; a finder that keeps state (the index) publishes it in `commit`,
 which the run calls only once every output is written, or undoes it in `abort`.
 """

@@ -1,7 +1,7 @@
 """Candidate pairs and their verification: the band-split self-join.
 
 Input: distinct fingerprints. Output: every unordered pair of distinct fingerprints within
-Hamming distance k, exactly once, found without comparing all pairs (see :mod:`bands`).
+Hamming distance k, exactly once, found without comparing all pairs (see :mod:`simhash_udf.core.bands`).
 
 `band_join` is the job's join, in two levels. Level 1 in Spark: each fingerprint is sent once
 per table of the plan to the partition of its (table, key); only (table, fingerprint) is
