@@ -9,6 +9,8 @@ explained is the plan that would run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from simhash_udf.core import bands
 from simhash_udf.stages.finder import BAND_JOIN_STAGE
@@ -150,16 +152,17 @@ def _explain_self_join(n: int, chosen: bands.BandPlan) -> list[str]:
     why = "--blocks" if given else f"chosen by the cost model for {n:,} rows"
     lines = [
         f"band plans for {n:,} fingerprints (the input's rows: an upper bound on the distinct ones), k = {k}:",
-        f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {'rows shuffled':>14} "
-        f"{'random candidates':>18} {'bucket pairs':>16} {'shuffle bytes':>14} {'partitions':>10}",
     ]
-    for c in costs:
-        mark = f"  <- {why}" if c.blocks == chosen.blocks else ""
-        lines.append(
-            f"  {c.blocks:>6} {c.tables:>6} {_bits(c.min_key_bits, c.max_key_bits):>9} {c.rows_shuffled:>14,.0f} "
-            f"{c.random_candidates:>18,.0f} {c.bucket_pairs:>16,.0f} {c.shuffle_bytes:>14,.0f} "
-            f"{c.partitions:>10,}{mark}"
-        )
+    lines += _plan_table(
+        [
+            ("rows shuffled", 14, lambda c: f"{c.rows_shuffled:,.0f}"),
+            ("random candidates", 18, lambda c: f"{c.random_candidates:,.0f}"),
+            ("bucket pairs", 16, lambda c: f"{c.bucket_pairs:,.0f}"),
+            ("shuffle bytes", 14, lambda c: f"{c.shuffle_bytes:,.0f}"),
+            ("partitions", 10, lambda c: f"{c.partitions:,}"),
+        ],
+        costs, chosen.blocks, why,
+    )
     lines.append(
         "Every pair within k is found whatever the plan; a plan only changes the cost: "
         "rows shuffled = fingerprints x tables (each sent to the partition of its table's key); "
@@ -221,17 +224,15 @@ def _explain_index(n: int, chosen: bands.BandPlan, index: IndexExplain) -> list[
     costs = [c for c in bands.lookup_costs(max(size, 2), m, chosen.k) if c.blocks <= chosen.blocks + 2]
     if all(c.blocks != chosen.blocks for c in costs):
         costs.append(bands.lookup_cost(max(size, 2), m, chosen.k, chosen.blocks))
-    lines.append(
-        f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {'stored rows read':>17} "
-        f"{'met per fingerprint':>20} {'joined rows':>16} {'batch key rows':>15}"
+    lines += _plan_table(
+        [
+            ("stored rows read", 17, lambda c: f"{c.stored_rows_scanned:,.0f}"),
+            ("met per fingerprint", 20, lambda c: f"{c.matches_per_batch_row:,.3f}"),
+            ("joined rows", 16, lambda c: f"{c.joined_rows:,.0f}"),
+            ("batch key rows", 15, lambda c: f"{c.batch_key_rows:,.0f}"),
+        ],
+        costs, chosen.blocks, why,
     )
-    for c in costs:
-        mark = f"  <- {why}" if c.blocks == chosen.blocks else ""
-        lines.append(
-            f"  {c.blocks:>6} {c.tables:>6} {_bits(c.min_key_bits, c.max_key_bits):>9} "
-            f"{c.stored_rows_scanned:>17,.0f} {c.matches_per_batch_row:>20,.3f} {c.joined_rows:>16,.0f} "
-            f"{c.batch_key_rows:>15,.0f}{mark}"
-        )
     lines.append(
         "The lookup is an equi-join of the batch's key rows (fingerprints x tables, broadcast) with "
         "the index's stored key rows (all read); met per fingerprint = stored rows sharing a table's "
@@ -248,6 +249,20 @@ def _explain_index(n: int, chosen: bands.BandPlan, index: IndexExplain) -> list[
         "(report.json: join.candidate_pairs, the comparisons made, and its parts "
         "lookup_candidate_pairs and self_join_candidate_pairs)."
     )
+    return lines
+
+
+def _plan_table(
+    columns: list[tuple[str, int, Callable[[Any], str]]], costs: Sequence[Any], chosen_blocks: int, why: str
+) -> list[str]:
+    """One line per plan cost (`bands.PlanCost` or `bands.LookupCost`): blocks, tables and key
+    bits, then `columns` (title, width, cell), right-aligned; the chosen plan's line says why."""
+    titles = " ".join(f"{title:>{width}}" for title, width, _ in columns)
+    lines = [f"  {'blocks':>6} {'tables':>6} {'key bits':>9} {titles}"]
+    for c in costs:
+        cells = " ".join(f"{cell(c):>{width}}" for _, width, cell in columns)
+        mark = f"  <- {why}" if c.blocks == chosen_blocks else ""
+        lines.append(f"  {c.blocks:>6} {c.tables:>6} {_bits(c.min_key_bits, c.max_key_bits):>9} {cells}{mark}")
     return lines
 
 
