@@ -105,6 +105,7 @@ def test_a_cut_gzip_keeps_its_rows_before_the_cut_and_is_named(spark, dedupe_mai
     assert report["counts"]["input_rows"] == 3 + whole_lines and not (out / "rejected").exists()
 
 
+@pytest.mark.slow
 def test_damaged_parquet_files_are_named_and_left_out(spark, dedupe_main, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
@@ -120,6 +121,7 @@ def test_damaged_parquet_files_are_named_and_left_out(spark, dedupe_main, tmp_pa
     assert sorted(r["id"] for r in spark.read.parquet(str(out / "clusters")).collect()) == [1, 2]
 
 
+@pytest.mark.slow
 def test_text_files_empty_or_damaged_are_rows_too(spark, dedupe_main, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()

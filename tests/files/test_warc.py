@@ -193,6 +193,7 @@ def test_damaged_files_beside_good_ones_lose_no_good_record(spark, shared_data, 
     assert by_reason["damaged_record"] >= 3 and by_reason["arc_file"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_wet_input_plain_text_documents(spark, dedupe_main, tmp_path):
     """WET (inferred from .wet.gz): one document per conversion record, its plain text; the

@@ -178,6 +178,7 @@ def test_rerunning_an_earlier_run_after_later_ones_is_refused(spark, dedupe_main
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_ids_already_in_the_index_are_skipped_and_counted(spark, dedupe_main, two_days, tmp_path):
     index = fresh_index(two_days, tmp_path)
     entries = entries_of(spark, index)
@@ -340,6 +341,7 @@ def manifest_of(index: Path) -> dict:
     return json.loads(newest.read_text())
 
 
+@pytest.mark.slow
 def test_a_new_index_gets_a_plan_priced_for_its_lookup(spark, dedupe_main, tmp_path):
     """At the default --index-size (10^9), a batch fingerprint must meet few stored rows by
     chance once the index is full (the self-join's plan, 4 blocks, meets ~61,000)."""

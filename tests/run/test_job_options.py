@@ -29,6 +29,7 @@ def _clusters(spark, out: Path) -> dict:
     return {r["id"]: r for r in spark.read.parquet(str(out / "clusters")).collect()}
 
 
+@pytest.mark.slow
 def test_csv_with_string_ids_keeps_them_strings(spark, dedupe_main, tmp_path):
     rows = _sample("en-news-1") + _sample("en-news-2")
     src = tmp_path / "in.csv"
@@ -115,6 +116,7 @@ def test_given_fingerprints_skip_text_processing(spark, dedupe_main, tmp_path):
     assert pairs == brute_force_pairs(list(zip(range(100, 111), fingerprints)), k=2)
 
 
+@pytest.mark.slow
 def test_keep_by_picks_the_newest_and_no_pairs_skips_pairs(spark, dedupe_main, tmp_path):
     rows = _sample("en-product-1")
     for i, r in enumerate(rows):
@@ -132,6 +134,7 @@ def test_keep_by_picks_the_newest_and_no_pairs_skips_pairs(spark, dedupe_main, t
     assert [r["id"] for r in spark.read.parquet(str(out / "deduped")).collect()] == [newest["id"]]
 
 
+@pytest.mark.slow
 def test_text_format_reads_one_document_per_file(spark, dedupe_main, tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
@@ -166,6 +169,7 @@ def test_explain_prints_the_plans_and_writes_nothing(spark, dedupe_main, tmp_pat
     assert len(marked) == 1 and marked[0][:2] == ["6", "20"]
 
 
+@pytest.mark.slow
 def test_explain_and_the_report_say_which_plan_and_for_how_many(spark, dedupe_main, tmp_path, capsys):
     """--explain plans for the input's rows and says they bound the distinct fingerprints the
     run plans for; the run's report names the plan that ran and the number it was priced for."""

@@ -180,6 +180,7 @@ def test_bad_bytes_are_documents_and_every_output_is_readable(spark, dedupe_main
     assert all(r["reason"] == "unparseable" for r in rejected)
 
 
+@pytest.mark.slow
 def test_the_issue_lines_8_and_9_are_documents(spark, dedupe_main, tmp_path):
     """The two lines of the issue through `main()`: both ids in clusters/ as documents with
     a status, counted in `invalid_utf8_documents`, nothing rejected."""

@@ -126,6 +126,7 @@ def test_long_path_with_shuffled_ids(spark):
     assert {c for _, c in got} == {min(nodes)}
 
 
+@pytest.mark.slow
 def test_mixed_random_graph_matches_union_find_on_1_and_8_partitions(spark):
     """Right on both partitionings, hence also the same on both (labels are deterministic)."""
     edges = _mixed_graph(1)
