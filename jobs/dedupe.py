@@ -266,6 +266,9 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
 # How long main waits for a driver JVM that lost its connection to exit (5 s was too short
 # in CI: the exit code was not in yet, and the out-of-memory line was not printed).
 JVM_EXIT_WAIT_SECONDS = 120.0
+# How long main waits for its own JVM to exit after any other unexpected error (only when this
+# Python started the JVM: `python jobs/dedupe.py`; spark-submit's JVM is not this process's child).
+JVM_EXIT_GRACE_SECONDS = 20.0
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
@@ -283,7 +286,12 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             text = str(error)
         except Exception:  # a Py4JJavaError asks its JVM for its text: a dead JVM cannot answer
             text, lost = "", True
-        hint = api.memory_hint(text, context.master if context else None, api.jvm_exit_code(JVM_EXIT_WAIT_SECONDS if lost else 0.0))
+        # A JVM still answering may be dying too: a task that ran out of memory while writing
+        # fails the job with an error whose text does not name the OutOfMemoryError, and the
+        # JVM exits with 52 a moment later (CI saw this), so wait a little for it as well
+        # (not for a session the caller passed in: that JVM is the caller's, and lives on).
+        wait = JVM_EXIT_WAIT_SECONDS if lost else (JVM_EXIT_GRACE_SECONDS if spark is None else 0.0)
+        hint = api.memory_hint(text, context.master if context else None, api.jvm_exit_code(wait))
         if hint:
             print(hint, file=sys.stderr, flush=True)
         raise
