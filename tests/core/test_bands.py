@@ -228,31 +228,30 @@ def test_to_signed_matches_numpy_and_round_trips(value: int) -> None:
 # --- cost model --------------------------------------------------------------------------
 
 
-def _expected_random_candidates(n: int, k: int, blocks: int) -> float:
-    """Sum over tables of C(n, 2) / 2^key_bits, counting tables by how many wide blocks
-    they hold instead of listing them."""
+def _tables_by_key_bits(k: int, blocks: int) -> list[tuple[int, int]]:
+    """(tables, key bits) for every key width: a table keeps blocks - k of the blocks, and
+    its key is wider by one bit per wide block it holds (counted, not listed)."""
     base, wide = divmod(64, blocks)
     narrow = blocks - wide
     kept = blocks - k
+    return [
+        (math.comb(wide, j) * math.comb(narrow, kept - j), kept * base + j)
+        for j in range(0, min(wide, kept) + 1)
+    ]
+
+
+def _expected_random_candidates(n: int, k: int, blocks: int) -> float:
+    """Sum over tables of C(n, 2) / 2^key_bits."""
     pairs = n * (n - 1) / 2
-    total = 0.0
-    for j in range(0, min(wide, kept) + 1):
-        count = math.comb(wide, j) * math.comb(narrow, kept - j)
-        total += count * pairs / 2.0 ** (kept * base + j)
-    return total
+    return sum(count * pairs / 2.0**key for count, key in _tables_by_key_bits(k, blocks))
 
 
 def _expected_level_two(n: int, k: int, blocks: int) -> float:
     """Sum over tables and their k + 1 sub-blocks of C(n, 2) / 2^(key bits + sub-block bits):
     the sub-blocks split the 64 - key bits a table leaves out as evenly as possible."""
-    base, wide = divmod(64, blocks)
-    narrow = blocks - wide
-    kept = blocks - k
     pairs = n * (n - 1) / 2
     total = 0.0
-    for j in range(0, min(wide, kept) + 1):
-        count = math.comb(wide, j) * math.comb(narrow, kept - j)
-        key = kept * base + j
+    for count, key in _tables_by_key_bits(k, blocks):
         sub_base, sub_wide = divmod(64 - key, k + 1)
         for s in range(k + 1):
             total += count * pairs / 2.0 ** (key + sub_base + (1 if s < sub_wide else 0))
