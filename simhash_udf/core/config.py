@@ -91,6 +91,50 @@ class VerifyConfig:
 
 
 @dataclass(frozen=True)
+class SketchConfig:
+    """The second candidate generator: a MinHash sketch beside every fingerprint
+    (`--sketch`, see `simhash_udf.core.sketch` and docs/quality.md).
+
+    Pages that differ by a paragraph, a caption or a footer land 4-12 bits apart, beyond
+    the band join's k; their token-shingle sets still overlap by 75% and more. Each distinct
+    text of at least `min_chars` characters gets a sketch of `size` 16-bit min-hashes of its
+    `shingle`-token shingles; texts whose sketches agree on all `rows` values of one of
+    `bands` bands are candidates, and a candidate is a near-duplicate pair when the
+    sketches estimate a Jaccard similarity of at least `jaccard` and the fingerprints are
+    at most `max_distance` bits apart (two signals must agree: boilerplate-heavy pages of
+    one site share shingles, not their weighted words).
+
+    jaccard: None turns the sketch route off (the band join at k alone, as before).
+    min_chars: shorter texts get no sketch; they are the short-text policy's (`VerifyConfig`).
+    """
+
+    jaccard: float | None = 0.75
+    max_distance: int = 12
+    size: int = 128
+    shingle: int = 3
+    bands: int = 25
+    rows: int = 5
+    min_chars: int = 300
+
+    def __post_init__(self) -> None:
+        if self.jaccard is not None and not 0.0 < self.jaccard <= 1.0:
+            raise ConfigError(f"the --sketch Jaccard threshold must be in (0, 1], got {self.jaccard}")
+        if not 0 <= self.max_distance <= 64:
+            raise ConfigError(f"--sketch-max-distance must be between 0 and 64 bits, got {self.max_distance}")
+        if self.size not in (32, 64, 128, 256, 512):
+            raise ConfigError(f"the sketch size must be a power of two from 32 to 512, got {self.size}")
+        if not 1 <= self.shingle <= 16:
+            raise ConfigError(f"--sketch-shingle must be between 1 and 16, got {self.shingle}")
+        if self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.size:
+            raise ConfigError(
+                f"{self.bands} bands of {self.rows} rows need {self.bands * self.rows} min-hashes; "
+                f"the sketch has {self.size}"
+            )
+        if self.min_chars < 1:
+            raise ConfigError(f"--sketch-min-chars must be at least 1, got {self.min_chars}")
+
+
+@dataclass(frozen=True)
 class DedupeConfig:
     """A whole run: columns, text handling, threshold, band plan and keep rule.
 
@@ -105,6 +149,7 @@ class DedupeConfig:
         back to all visible text when none is found) or `all` (all visible text); unused
         for plain text.
     verify: the short-text policy applied to the band join's pairs (text input only).
+    sketch: the MinHash route beside the band join (text input only; see `SketchConfig`).
     """
 
     id_col: str = "id"
@@ -120,6 +165,7 @@ class DedupeConfig:
     write_pairs: bool = True
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+    sketch: SketchConfig = field(default_factory=SketchConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.k <= MAX_K:

@@ -19,13 +19,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from simhash_udf.core.config import FingerprintConfig
+from simhash_udf.core import sketch
+from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.idf import idf, idfs
 from simhash_udf.core.tokens import ngrams, tokens
 
@@ -184,10 +186,61 @@ def fingerprints(
     fingerprint: its has_fingerprint is False and its fingerprint value is meaningless.
     Equal to `weighted_features` + `feature_hash` + `simhash_from_hashes` text by text.
     """
-    n_docs = len(texts)
+    per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
+    return _fingerprints_of_features(per_text, config)
+
+
+@dataclass(frozen=True)
+class Signatures:
+    """A batch's fingerprints and sketches, one row per text (see `signatures`).
+
+    fingerprint int64, has_fingerprint bool, n_features int32: as `fingerprints` returns them.
+    sketch uint16 of shape (texts, sketch size), has_sketch bool: `core.sketch`'s sketch of
+    the text's token shingles; texts shorter than `SketchConfig.min_chars` have none.
+    """
+
+    fingerprint: np.ndarray
+    has_fingerprint: np.ndarray
+    n_features: np.ndarray
+    sketch: np.ndarray
+    has_sketch: np.ndarray
+
+
+def signatures(texts: Sequence[str | None], config: FingerprintConfig, sketch_config: SketchConfig) -> Signatures:
+    """Fingerprints and MinHash sketches of a batch of normalised texts, tokenised once.
+
+    The fingerprint is the one `fingerprints` gives (a bag of n-grams does not depend on the
+    order the tokens came in); the sketch needs the tokens in text order.
+    """
+    per_text_tokens = [
+        tokens(text[: config.max_chars], config.tokenizer, config.segmenter) if text else []
+        for text in texts
+    ]
+    token_array = pa.array(per_text_tokens, type=pa.list_(pa.string()))
+    if config.ngram == 1:
+        features = token_array
+    else:
+        grams = [[_JOIN.join(g) for g in ngrams(toks, config.ngram)] for toks in per_text_tokens]
+        features = pa.array(grams, type=pa.list_(pa.string()))
+    values, ok, n_features = _fingerprints_of_features(features, config)
+    lengths = np.diff(token_array.offsets.to_numpy())
+    encoded = pc.dictionary_encode(token_array.flatten())
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    vocab_hash, _ = _hash_and_idf(encoded.dictionary.to_pylist(), config.weighting in ("tfidf", "idf", "logtfidf"))
+    long_enough = np.array([bool(t) and len(t) >= sketch_config.min_chars for t in texts], dtype=bool)
+    # Texts too short for a sketch contribute no shingles (their tokens are skipped).
+    lengths_kept = np.where(long_enough, lengths, 0)
+    keep_token = np.repeat(long_enough, lengths)
+    shingles, counts = sketch.shingle_hashes(vocab_hash[codes][keep_token], lengths_kept, sketch_config.shingle)
+    sketches, has_sketch = sketch.sketches_from_shingles(shingles, counts, sketch_config.size)
+    return Signatures(values, ok, n_features, sketches, has_sketch)
+
+
+def _fingerprints_of_features(per_text: pa.ListArray, config: FingerprintConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`fingerprints` of the batch's features (a list of feature strings per text)."""
+    n_docs = len(per_text)
     # Arrow numbers the batch's distinct features (hashing their UTF-8 in C++); numpy then
     # counts each (document, feature) pair, which come out document after document.
-    per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
     lengths = np.diff(per_text.offsets.to_numpy())
     encoded = pc.dictionary_encode(per_text.flatten())
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
