@@ -30,6 +30,7 @@ from simhash_udf.run.api import (
     DedupeConfig,
     FingerprintConfig,
     IndexOptions,
+    SketchConfig,
     VerifyConfig,
 )
 
@@ -141,6 +142,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="shingles of the check: word N-grams, character N-grams for text with Chinese characters",
     )
 
+    sk = DEFAULTS.sketch
+    match.add_argument(
+        "--sketch", default=f"jaccard:{sk.jaccard:g}", metavar="{jaccard:T,none}",
+        help="the sketch route beside the band join (docs/quality.md): texts of at least "
+        "--sketch-min-chars characters also carry a MinHash sketch (128 16-bit min-hashes of "
+        "their token shingles); two whose sketches share one of --sketch-bands bands are "
+        "candidates, and a candidate is a near-duplicate pair when the sketches estimate a "
+        "Jaccard similarity of at least T and the fingerprints are at most --sketch-max-distance "
+        "bits apart. It finds pages that differ by a paragraph, a caption or a footer (4-12 bits "
+        "apart, beyond k); a lower T finds more and merges more. none: the band join alone. "
+        "Text input without --index only",
+    )
+    match.add_argument(
+        "--sketch-max-distance", type=int, default=sk.max_distance, metavar="BITS",
+        help="the sketch route's second check: the fingerprints of a pair it keeps are at most "
+        "this many bits apart (pages of one site that share boilerplate share shingles, not "
+        "their weighted words); 64 turns the check off",
+    )
+    match.add_argument(
+        "--sketch-min-chars", type=int, default=sk.min_chars, metavar="CHARS",
+        help="texts shorter than this get no sketch (short texts are the short-text policy's)",
+    )
+    match.add_argument(
+        "--sketch-shingle", type=int, default=sk.shingle, metavar="N",
+        help="the sketch's shingles: N consecutive tokens (of the fingerprint's tokenizer)",
+    )
+    match.add_argument(
+        "--sketch-bands", type=int, default=sk.bands, metavar="B",
+        help=f"LSH bands of --sketch-rows min-hashes each (B x rows <= {sk.size}); with "
+        f"{sk.bands} x {sk.rows}, a pair of Jaccard 0.7 is a candidate with probability 0.99, "
+        "one of 0.3 with 0.06",
+    )
+    match.add_argument("--sketch-rows", type=int, default=sk.rows, metavar="R", help="min-hashes per LSH band")
+
     keep = parser.add_argument_group("what is kept")
     keep.add_argument(
         "--keep-by", default=None,
@@ -223,6 +258,14 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
             threshold=api.parse_spec(args.verify),
             below_chars=args.verify_below or None,
             shingle=args.verify_shingle,
+        ),
+        sketch=SketchConfig(
+            jaccard=api.parse_spec(args.sketch, "--sketch"),
+            max_distance=args.sketch_max_distance,
+            min_chars=args.sketch_min_chars,
+            shingle=args.sketch_shingle,
+            bands=args.sketch_bands,
+            rows=args.sketch_rows,
         ),
     )
 

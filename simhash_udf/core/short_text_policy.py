@@ -75,8 +75,9 @@ def jaccard(a: set, b: set) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def parse_spec(spec: str) -> float | None:
-    """The Jaccard threshold of a `--verify` value: `jaccard:T` (0 < T <= 1) or `none`/`off`.
+def parse_spec(spec: str, flag: str = "--verify") -> float | None:
+    """The Jaccard threshold of a `--verify` (or `--sketch`, named by `flag`) value:
+    `jaccard:T` (0 < T <= 1) or `none`/`off`.
 
     Raises ConfigError with a message for the command line.
     """
@@ -85,13 +86,13 @@ def parse_spec(spec: str) -> float | None:
         return None
     method, _, threshold = value.partition(":")
     if method != "jaccard" or not threshold:
-        raise ConfigError(f"--verify must be jaccard:T (0 < T <= 1) or none, got {spec!r}")
+        raise ConfigError(f"{flag} must be jaccard:T (0 < T <= 1) or none, got {spec!r}")
     try:
         parsed = float(threshold)
     except ValueError:
-        raise ConfigError(f"--verify jaccard:T needs a number T, got {threshold!r}") from None
+        raise ConfigError(f"{flag} jaccard:T needs a number T, got {threshold!r}") from None
     if not 0.0 < parsed <= 1.0:
-        raise ConfigError(f"--verify jaccard:T needs 0 < T <= 1, got {parsed}")
+        raise ConfigError(f"{flag} jaccard:T needs 0 < T <= 1, got {parsed}")
     return parsed
 
 

@@ -18,12 +18,14 @@ from simhash_udf.stages.progress import DEFAULT_INTERVAL
 
 
 def run_stages(
-    fmt: str | None, fingerprint_col: bool = False, write_pairs: bool = True, verify_texts: bool = True
+    fmt: str | None, fingerprint_col: bool = False, write_pairs: bool = True, verify_texts: bool = True,
+    sketch_route: bool = True,
 ) -> list[tuple[str, str]]:
     """The stages a run goes through, in order, as (name, what it does): the names are those
     of the progress lines and of `stage_seconds` in the report. fmt: the input format (None:
     not known yet, the parse stage is listed as conditional); verify_texts: the short-text
-    policy (`--verify`) is on, which runs only when the input has texts."""
+    policy (`--verify`) is on, and sketch_route: the sketch route (`--sketch`) is; both run
+    only when the input has texts."""
     stages = [("read", "list the input files and read the schema")]
     if fmt in ("json", "csv"):
         stages.append(("parse", "parse every line once into the work folder"))
@@ -48,6 +50,12 @@ def run_stages(
     ]
     if verify_texts and not fingerprint_col:
         stages.append(("verify_texts", "pairs of short texts: keep those whose shingles' Jaccard reaches --verify"))
+    if sketch_route and not fingerprint_col:
+        stages += [
+            ("sketch_nodes", "one MinHash sketch per distinct fingerprint"),
+            ("sketch_candidates", "MinHash-LSH: shuffle band rows by (band, key); pairs sharing a bucket, each once"),
+            ("sketch_verify", "keep candidates whose sketches reach --sketch's Jaccard within --sketch-max-distance bits"),
+        ]
     stages += [
         ("components", "connected components, one line per round"),
         ("clusters", "write clusters/"),
@@ -85,11 +93,12 @@ def explain(
     fingerprint_col: bool = False,
     write_pairs: bool = True,
     verify_texts: bool = True,
+    sketch_route: bool = True,
     index: IndexExplain | None = None,
 ) -> str:
     """What `--explain` prints: the band plan a run would use and why, the other plans it was
     chosen from, the candidate pairs to expect, and the stages the run would go through (fmt,
-    fingerprint_col, write_pairs, verify_texts: see `run_stages`).
+    fingerprint_col, write_pairs, verify_texts, sketch_route: see `run_stages`).
 
     n is the input's row count, an upper bound on the distinct fingerprints the run plans
     for: said so, since the run may then pick fewer blocks (report.json's
@@ -107,8 +116,8 @@ def explain(
         f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
         "it runs, and its time and rows at its end):"
     )
-    # Runs against an index do not apply the short-text policy (see `index.finder`).
-    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None)
+    # Runs against an index do not apply the short-text policy nor the sketch route (see `index.finder`).
+    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None, sketch_route and index is None)
     if index is not None:
         stages = _with_index_stages(stages, index.exists)
     for name, what in stages:

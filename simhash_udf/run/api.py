@@ -15,6 +15,7 @@ from simhash_udf.core.config import (
     DedupeConfig,
     FingerprintConfig,
     IndexOptions,
+    SketchConfig,
     VerifyConfig,
 )
 from simhash_udf.core.limits import MAX_K
@@ -41,6 +42,7 @@ __all__ = [
     "IndexOptions",
     "InputError",
     "OutputError",
+    "SketchConfig",
     "VerifyConfig",
     "compact_index",
     "describe_index",

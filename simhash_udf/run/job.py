@@ -56,7 +56,8 @@ def explain_run(
     return explain.explain(
         source.rows, plan, fmt=source.format,
         fingerprint_col=bool(config.fingerprint_col), write_pairs=config.write_pairs,
-        verify_texts=config.verify.threshold is not None, index=index,
+        verify_texts=config.verify.threshold is not None,
+        sketch_route=config.sketch.jaccard is not None, index=index,
     )
 
 
@@ -77,6 +78,14 @@ def summary(result: dict[str, Any]) -> str:
         lines.insert(-1, (
             f"short-text check {v['spec']} ({below}, {v['shingle']}-gram shingles): checked "
             f"{v['checked_pairs']:,} of {v['pairs_within_k']:,} pairs within k, dropped {v['dropped_pairs']:,}"
+        ))
+    s = result.get("sketch", {})
+    if s.get("applied"):
+        lines.insert(-1, (
+            f"sketch route jaccard >= {s['jaccard']:g} within {s['max_distance']} bits (texts of "
+            f"{s['min_chars']}+ characters): {s['nodes']:,} sketches, candidate pairs "
+            f"{s['candidate_pairs']:,}, kept {s['pairs']:,}, beyond k {s['pairs_beyond_k']:,}"
+            + (f", hot buckets {s['hot_buckets']:,}" if s["hot_buckets"] else "")
         ))
     if "records" in result:
         # WARC/WET input: what became of every record, and the files that were not whole.

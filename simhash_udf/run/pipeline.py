@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -236,6 +236,13 @@ def _run_staged(
     # The short-text policy's counts (short_text_check.counts); runs without texts, or against an
     # index, do not apply it.
     result["verify"] = found.join_stats.get("verify") or {**short_text_policy.describe(config.verify), "applied": False}
+    # The sketch route's counts (self_join._with_sketch_route); runs without texts, with
+    # --sketch off, or against an index, do not take it.
+    result["sketch"] = {
+        **asdict(config.sketch),
+        "applied": "sketch" in found.join_stats,
+        **found.join_stats.get("sketch", {}),
+    }
     if source.records is not None:
         result["records"] = {
             "by_reason": dict(sorted(source.records.counts.items())),

@@ -109,10 +109,11 @@ def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) ->
 
 
 def pairs_by_id(pairs: DataFrame, documents: DataFrame) -> DataFrame:
-    """Near-duplicate pairs named by documents: `id_a` < `id_b`, `distance`.
+    """Near-duplicate pairs named by documents: `id_a` < `id_b`, `distance`, and `jaccard`
+    when `pairs` has it.
 
-    pairs: `fp_a`, `fp_b`, `distance`. documents: `id`, `fingerprint`. Each fingerprint is
-    named by the smallest id carrying it.
+    pairs: `fp_a`, `fp_b`, `distance`, [`jaccard`]. documents: `id`, `fingerprint`. Each
+    fingerprint is named by the smallest id carrying it.
     """
     named = documents.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(
         F.min("id").alias("id")
@@ -121,5 +122,8 @@ def pairs_by_id(pairs: DataFrame, documents: DataFrame) -> DataFrame:
     b = named.select(F.col("fingerprint").alias("fp_b"), F.col("id").alias("b"))
     joined = pairs.join(a, "fp_a").join(b, "fp_b")
     return joined.select(
-        F.least("a", "b").alias("id_a"), F.greatest("a", "b").alias("id_b"), "distance"
+        F.least("a", "b").alias("id_a"),
+        F.greatest("a", "b").alias("id_b"),
+        "distance",
+        *(["jaccard"] if "jaccard" in pairs.columns else []),
     )

@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
 
-from simhash_udf.core.config import DedupeConfig, FingerprintConfig
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig, SketchConfig
 from simhash_udf.files.inputs import DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
 from simhash_udf.files.json_csv import CORRUPT_COLUMN
 from simhash_udf.stages import udfs
@@ -218,12 +218,19 @@ def distinct_texts(normalised: DataFrame) -> DataFrame:
     )
 
 
-def fingerprint_texts(texts: DataFrame, config: FingerprintConfig) -> DataFrame:
+def fingerprint_texts(texts: DataFrame, config: FingerprintConfig, sketch: SketchConfig | None = None) -> DataFrame:
     """`exact_key`, `fingerprint` (long, null when too short), `n_features` (int),
-    `n_documents`, for every distinct text (see `udfs.simhash`)."""
+    `n_documents`, `sketch` (binary MinHash sketch, null without `sketch` or for texts under
+    its `min_chars`), for every distinct text (see `udfs.simhash`)."""
     return texts.select(
-        "exact_key", "n_documents", udfs.simhash(F.col("text"), config).alias("f")
-    ).select("exact_key", F.col("f.fingerprint").alias("fingerprint"), F.col("f.n_features").alias("n_features"), "n_documents")
+        "exact_key", "n_documents", udfs.simhash(F.col("text"), config, sketch).alias("f")
+    ).select(
+        "exact_key",
+        F.col("f.fingerprint").alias("fingerprint"),
+        F.col("f.n_features").alias("n_features"),
+        "n_documents",
+        F.col("f.sketch").alias("sketch"),
+    )
 
 
 def fingerprinted_documents(normalised: DataFrame, texts: DataFrame) -> DataFrame:

@@ -32,11 +32,13 @@ class NearDuplicates:
     """What a finder finds.
 
     clusters: `id`, `cluster_id`, `fingerprint`, `status`, `reason`, `distance` (every document).
-    pairs: `id_a`, `id_b`, `distance` (every near-duplicate pair of distinct fingerprints; against
-    an index, those with at least one fingerprint new to it).
-    fingerprint_pairs: `fp_a`, `fp_b`, `distance` (the same pairs, by fingerprint).
+    pairs: `id_a`, `id_b`, `distance`, `jaccard` (every near-duplicate pair of distinct
+    fingerprints: within k bits, or kept by the sketch route; jaccard is the estimate of the
+    two sketches, null without them; against an index, the pairs with at least one fingerprint
+    new to it).
+    fingerprint_pairs: `fp_a`, `fp_b`, `distance`, `jaccard` (the same pairs, by fingerprint).
     normalised: `id`, `text`, `exact_key`, `invalid_utf8`, `reason` (text input only).
-    texts: `exact_key`, `fingerprint`, `n_features`, `n_documents` (text input only).
+    texts: `exact_key`, `fingerprint`, `n_features`, `n_documents`, `sketch` (text input only).
     plan: the band plan used, saying how it was chosen (`BandPlan.reason`).
     join_stats: counts and hot buckets of the join (`join.join_stats`), `distinct_fingerprints`,
     and, when the short-text check ran, `verify` (`short_text_check.counts`).
@@ -87,7 +89,7 @@ def fingerprint_documents(
     normalised = stages.materialise("normalise", documents.normalise_documents(docs, config))
     texts = stages.materialise(
         "fingerprint",
-        documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint),
+        documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint, config.sketch),
     )
     fingerprinted = stages.materialise("document_fingerprints", documents.fingerprinted_documents(normalised, texts))
     return fingerprinted, normalised, texts

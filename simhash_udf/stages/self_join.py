@@ -2,7 +2,8 @@
 
 fingerprint -> distinct fingerprints -> band plan (`bands.choose_plan` for their number, or
 --blocks) -> band join (`join.band_join`) -> short-text check (`short_text_check`, text
-input with --verify) -> connected components -> clusters and pairs by id.
+input with --verify) -> the sketch route's pairs beyond k (`sketch_join`, text input with
+--sketch) -> connected components -> clusters and pairs by id.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig
-from simhash_udf.stages import clusters, join, short_text_check
+from simhash_udf.stages import clusters, join, short_text_check, sketch_join
 from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
@@ -62,6 +63,10 @@ class SelfJoinFinder:
             scored = stages.materialise("verify_texts", short_text_check.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))
             stats["verify"] = short_text_check.counts(scored, config.verify)
             fingerprint_pairs = short_text_check.kept_pairs(scored)
+        if texts is not None and config.sketch.jaccard is not None:
+            fingerprint_pairs = _with_sketch_route(fingerprint_pairs, texts, config, stages, stats)
+        else:
+            fingerprint_pairs = fingerprint_pairs.withColumn("jaccard", F.lit(None).cast("double"))
         # Every round of the components is a stage result of its own; their times add up.
         components = stages.materialise(
             "components",
@@ -82,6 +87,35 @@ class SelfJoinFinder:
 
     def abort(self) -> None:
         pass
+
+
+def _with_sketch_route(
+    band_pairs: DataFrame, texts: DataFrame, config: DedupeConfig, stages: Stages, stats: dict[str, Any]
+) -> DataFrame:
+    """The band join's pairs with their estimated Jaccard, and the sketch route's pairs
+    beyond them (`sketch_join`): `fp_a`, `fp_b`, `distance`, `jaccard`. Adds `sketch` to stats:
+    `nodes`, `candidate_pairs`, `pairs` (kept by the sketch route, within k or not),
+    `pairs_beyond_k` (what it adds), `hot_buckets` (buckets paired star-wise)."""
+    nodes = stages.materialise("sketch_nodes", sketch_join.sketch_nodes(texts))
+    candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config.sketch))
+    candidates = stages.materialise("sketch_candidates", candidates)
+    found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config.sketch))
+    beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
+    with stages.timed("sketch_verify"):
+        hot_buckets = hot.count()
+        added = beyond.count()
+    stats["sketch"] = {
+        "nodes": stages.rows["sketch_nodes"],
+        "candidate_pairs": stages.rows["sketch_candidates"],
+        "pairs": stages.rows["sketch_verify"],
+        "pairs_beyond_k": added,
+        "hot_buckets": hot_buckets,
+    }
+    log.info(
+        "sketch route: %d sketches, %d candidate pairs, %d pairs kept, %d beyond k",
+        stats["sketch"]["nodes"], stats["sketch"]["candidate_pairs"], stats["sketch"]["pairs"], added,
+    )
+    return sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond)
 
 
 def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:

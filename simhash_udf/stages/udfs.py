@@ -19,11 +19,21 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import Column
 from pyspark.sql.functions import pandas_udf
-from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
-from simhash_udf.core.config import FingerprintConfig
+from simhash_udf.core import sketch as sketches
+from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.extract import extract as extract_html
-from simhash_udf.core.fingerprint import fingerprints
+from simhash_udf.core.fingerprint import fingerprints, signatures
 from simhash_udf.core.normalise import normalise
 from simhash_udf.files.encoding import decode_utf8
 
@@ -39,6 +49,7 @@ FINGERPRINT_TYPE = StructType(
     [
         StructField("fingerprint", LongType(), True),
         StructField("n_features", IntegerType(), True),
+        StructField("sketch", BinaryType(), True),
     ]
 )
 
@@ -75,18 +86,45 @@ def normalised_text(raw_text: Column, html: bool, extract: str = "main") -> Colu
     return normalise_batch(raw_text)
 
 
-def simhash(text: Column, config: FingerprintConfig) -> Column:
-    """struct<fingerprint: long, n_features: int> of a normalised-text column.
+def simhash(text: Column, config: FingerprintConfig, sketch: SketchConfig | None = None) -> Column:
+    """struct<fingerprint: long, n_features: int, sketch: binary> of a normalised-text column.
 
     fingerprint: signed 64-bit simhash, null when the text has fewer than
     `config.min_features` distinct features. n_features: how many distinct features it has.
+    sketch: the text's MinHash sketch (`core.sketch`: `sketch.size` little-endian uint16),
+    null without a `sketch` config (or with its route off) and for texts shorter than
+    `sketch.min_chars`; both come from one tokenisation (`fingerprint.signatures`).
     """
+    with_sketch = sketch is not None and sketch.jaccard is not None
 
     @pandas_udf(FINGERPRINT_TYPE)  # type: ignore[call-overload]
     def fingerprint_batch(texts: pd.Series) -> pd.DataFrame:
-        values, ok, n_features = fingerprints(texts.tolist(), config)
+        if with_sketch:
+            found = signatures(texts.tolist(), config, sketch)
+            values, ok, n_features = found.fingerprint, found.has_fingerprint, found.n_features
+            blobs = [sketches.sketch_bytes(row) if has else None for row, has in zip(found.sketch, found.has_sketch)]
+        else:
+            values, ok, n_features = fingerprints(texts.tolist(), config)
+            blobs = [None] * len(values)
         column = pd.array(values, dtype="Int64")
         column[~ok] = pd.NA
-        return pd.DataFrame({"fingerprint": column, "n_features": n_features.astype(np.int32)})
+        return pd.DataFrame({"fingerprint": column, "n_features": n_features.astype(np.int32), "sketch": blobs})
 
     return fingerprint_batch(text)
+
+
+def sketch_jaccard(sketch_a: Column, sketch_b: Column) -> Column:
+    """double: the Jaccard similarity two binary sketch columns estimate
+    (`core.sketch.estimated_jaccard`); null when either is null."""
+
+    @pandas_udf(DoubleType())  # type: ignore[call-overload]
+    def jaccard_batch(a: pd.Series, b: pd.Series) -> pd.Series:
+        both = (a.notna() & b.notna()).to_numpy()
+        out = np.full(len(a), np.nan)
+        if both.any():
+            out[both] = sketches.estimated_jaccard(
+                sketches.from_bytes(a[both].tolist()), sketches.from_bytes(b[both].tolist())
+            )
+        return pd.Series(out).where(both, None)
+
+    return jaccard_batch(sketch_a, sketch_b)

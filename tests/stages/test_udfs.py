@@ -12,10 +12,11 @@ from __future__ import annotations
 import pytest
 from generators import PARAGRAPH
 
-from simhash_udf.core.config import FingerprintConfig
+from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.extract import extract
-from simhash_udf.core.fingerprint import fingerprints
+from simhash_udf.core.fingerprint import fingerprints, signatures
 from simhash_udf.core.normalise import normalise
+from simhash_udf.core.sketch import sketch_bytes
 from simhash_udf.stages import udfs
 
 pytestmark = pytest.mark.spark
@@ -91,20 +92,33 @@ TEXTS: list[str | None] = [
 
 
 @pytest.mark.parametrize(
-    "config",
-    [FingerprintConfig(), FingerprintConfig(tokenizer="char", ngram=3, weighting="tf", min_features=1)],
-    ids=["default", "char3"],
+    ("config", "sketch"),
+    [
+        (FingerprintConfig(), None),
+        (FingerprintConfig(tokenizer="char", ngram=3, weighting="tf", min_features=1), None),
+        (FingerprintConfig(), SketchConfig(min_chars=20)),
+    ],
+    ids=["default", "char3", "with-sketch"],
 )
-def test_simhash_is_the_pure_fingerprint_of_each_text_alone(spark, small_batches, config):
+def test_simhash_is_the_pure_fingerprint_of_each_text_alone(spark, small_batches, config, sketch):
     frame = spark.createDataFrame([(i, t) for i, t in enumerate(TEXTS)], "i int, text string")
-    result = frame.select("i", udfs.simhash(frame["text"], config).alias("f"))
-    assert [f.dataType.simpleString() for f in result.schema["f"].dataType.fields] == ["bigint", "int"]
+    result = frame.select("i", udfs.simhash(frame["text"], config, sketch).alias("f"))
+    assert [f.dataType.simpleString() for f in result.schema["f"].dataType.fields] == ["bigint", "int", "binary"]
     got = result.collect()
     assert len(got) == len(TEXTS)
-    fingerprinted = 0
+    fingerprinted = sketched = 0
     for row in got:
         values, ok, n_features = fingerprints([TEXTS[row["i"]]], config)
         expected = (int(values[0]) if ok[0] else None, int(n_features[0]))
         assert (row["f"]["fingerprint"], row["f"]["n_features"]) == expected, row["i"]
         fingerprinted += expected[0] is not None
+        if sketch is None:
+            assert row["f"]["sketch"] is None
+        else:
+            alone = signatures([TEXTS[row["i"]]], config, sketch)
+            want = sketch_bytes(alone.sketch[0]) if alone.has_sketch[0] else None
+            assert row["f"]["sketch"] == want, row["i"]
+            sketched += want is not None
+    if sketch is not None:
+        assert 0 < sketched < len(TEXTS), "texts with and without a sketch are exercised"
     assert 0 < fingerprinted < len(TEXTS), "both outcomes are exercised"
