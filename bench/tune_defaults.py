@@ -18,6 +18,9 @@ and short-text threshold `min_features`:
 
 The recommendation is the choice with the best near-copy recall among those whose guard
 rails hold with one bit of margin and whose band join stays affordable (see `choose`).
+Then the short-text policy's threshold and the sketch route's parameters are chosen on
+bench/quality.py's sets, which measure pages in both extraction modes, the structurally
+edited articles and every sentence-pair dataset on its own (`route_defaults`).
 
 `min_features` does not change a fingerprint, only whether a text gets one, so each setting is
 fingerprinted once (with min_features=1) and every (k, min_features) is read off the same
@@ -72,6 +75,7 @@ from bench.pair_sets import (
     text_group,
     unrelated_frame,
 )
+from bench.route_defaults import RouteSweep, chosen_sketch_text, routes_section, sweep
 from bench.runners import log
 from bench.tables import md_table, num, pct
 from simhash_udf.core import bands
@@ -708,7 +712,7 @@ def measure(args: argparse.Namespace, data: Path) -> Run:
 # --------------------------------------------------------------------------- report
 
 
-def write_report(run: Run, args: argparse.Namespace, started: float) -> str:
+def write_report(run: Run, routes: RouteSweep, args: argparse.Namespace, started: float) -> str:
     """The whole markdown report: recommendation, method, one table per measure, the search."""
     m, base = run.measured, run.base
     eval_started = time.perf_counter()
@@ -728,6 +732,10 @@ def write_report(run: Run, args: argparse.Namespace, started: float) -> str:
     if args.quick:
         add("> **--quick run: tiny subsamples. The figures are a smoke test, not a result.**\n")
     add(recommendation_section(m, selection))
+    add(f"**The short-text policy and the sketch route** (see its section): policy "
+        f"{routes.policy_choice.row.label if routes.policy_choice else '**none holds the rails**'}; "
+        f"sketch route {chosen_sketch_text(routes)}.\n")
+    add(routes_section(routes))
     add(rules_section())
     run.wall["evaluate"] = time.perf_counter() - eval_started
     add(method_section(run, args, started))
@@ -1094,8 +1102,8 @@ def method_section(run: Run, args: argparse.Namespace, started: float) -> str:
         )
     wall_time = (
         f"load + normalise + HTML {wall['load']:.0f} s, fingerprint {wall['fingerprint']:.0f} s, "
-        f"distances {wall['distances']:.0f} s, evaluate {wall['evaluate']:.0f} s, "
-        f"total {time.perf_counter() - started:.0f} s"
+        f"distances {wall['distances']:.0f} s, policy + sketch sweep "
+        f"{wall['policy + sketch sweep']:.0f} s, evaluate {wall['evaluate']:.0f} s, total {time.perf_counter() - started:.0f} s"
     )
     load = (
         f"{run.load_average[0]:.1f} before fingerprinting, {run.load_average[1]:.1f} after "
@@ -1192,7 +1200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     run = measure(args, data)
-    report = write_report(run, args, started)
+    t0 = time.perf_counter()
+    log("the short-text policy and the sketch route, on bench/quality.py's sets")
+    routes = sweep(data, args.quick, args.seed, args.max_pairs, args.workers)
+    run.wall["policy + sketch sweep"] = time.perf_counter() - t0
+    report = write_report(run, routes, args, started)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report, encoding="utf-8")
     log(f"wrote {out} in {time.perf_counter() - started:.0f} s")
