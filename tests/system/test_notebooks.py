@@ -120,13 +120,15 @@ def test_quickstart_runs(this_python_kernel):
     assert "near_duplicate" in clusters and "exact_duplicate" in clusters
     assert "skipped" not in clusters
 
-    # One row per distance, 1..k (k = 3), with a bar as long as its count. The counts depend
-    # on the fingerprint settings, so only their form is checked here.
+    # One row per distance: 1..k (k = 3) from the band join, beyond it up to the sketch route's
+    # --sketch-max-distance (12) only with sketches that reach its Jaccard threshold (0.75); a bar
+    # as long as its count. The counts depend on the settings, so only their form is checked here.
     distances = _output_text(cells["distances"])
-    rows = re.findall(r"^\d+\s+(\d+)\s+(\d+)\s+(█+)$", distances, re.MULTILINE)
+    rows = re.findall(r"^\d+\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(█+)$", distances, re.MULTILINE)
     assert rows, distances
-    for distance, count, bar in rows:
-        assert 1 <= int(distance) <= 3 and len(bar) == int(count) > 0, (distance, count, bar)
+    for distance, count, lowest_jaccard, bar in rows:
+        assert 1 <= int(distance) <= 12 and len(bar) == int(count) > 0, (distance, count, bar)
+        assert int(distance) <= 3 or float(lowest_jaccard) >= 0.75, (distance, lowest_jaccard)
 
     diff = _output_text(cells["diff"])
     assert "bits apart" in diff
