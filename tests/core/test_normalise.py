@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.core.normalise import has_han, normalise
-
+from simhash_udf.core.html_text import html_to_text
+from simhash_udf.core.normalise import converter, has_han, normalise
 
 
 @pytest.mark.parametrize(
@@ -88,3 +91,113 @@ def test_has_han() -> None:
     assert not has_han("ひらがな カタカナ")  # kana are not Han
     assert not has_han("한국어")
     assert not has_han("")
+
+
+# One word as the mainland, Taiwan and Hong Kong write it, from general knowledge (dictionaries
+# and usage, not OpenCC's output): (meaning, mainland, Taiwan, Hong Kong).
+REGIONAL_WORDS = [
+    ("software", "软件", "軟體", "軟件"),
+    ("program", "程序", "程式", "程式"),
+    ("network", "网络", "網路", "網絡"),
+    ("information", "信息", "資訊", "資訊"),
+    ("file", "文件", "檔案", "檔案"),
+    ("mouse", "鼠标", "滑鼠", "滑鼠"),
+    ("printer", "打印机", "印表機", "打印機"),
+    ("video", "视频", "影片", "視頻"),
+    ("taxi", "出租车", "計程車", "的士"),
+    ("memory", "内存", "記憶體", "記憶體"),
+    ("hard disk", "硬盘", "硬碟", "硬碟"),
+    ("database", "数据库", "資料庫", "數據庫"),
+    ("server", "服务器", "伺服器", "伺服器"),
+    ("laser", "激光", "雷射", "激光"),
+    ("optical disc", "光盘", "光碟", "光碟"),
+    ("internet", "互联网", "網際網路", "互聯網"),
+    ("blog", "博客", "部落格", "博客"),
+    ("default", "默认", "預設", "預設"),
+    ("menu", "菜单", "選單", "選單"),
+    ("screen", "屏幕", "螢幕", "屏幕"),
+    ("interface", "接口", "介面", "介面"),
+    ("object", "对象", "物件", "物件"),
+    ("source code", "源代码", "原始碼", "源代碼"),
+    ("New Zealand", "新西兰", "紐西蘭", "新西蘭"),
+    ("Italy", "意大利", "義大利", "意大利"),
+]
+
+
+# Words OpenCC 1.4.2's Taiwan phrase table does not hold: misses, kept in view.
+OPENCC_GAPS = [
+    ("pineapple", "菠萝", "鳳梨", "菠蘿"),
+]
+
+
+@pytest.mark.parametrize(
+    ("meaning", "mainland", "taiwan", "hong_kong"),
+    REGIONAL_WORDS + [pytest.param(*w, marks=pytest.mark.xfail(strict=True, reason="not in OpenCC's tables")) for w in OPENCC_GAPS],
+)
+def test_regional_spellings_of_one_word_normalise_to_one_string(meaning: str, mainland: str, taiwan: str, hong_kong: str) -> None:
+    assert normalise(mainland) == normalise(taiwan) == normalise(hong_kong), meaning
+
+
+@pytest.mark.parametrize(("meaning", "mainland", "taiwan", "hong_kong"), REGIONAL_WORDS)
+def test_regional_words_stay_regional_words_inside_a_sentence(meaning: str, mainland: str, taiwan: str, hong_kong: str) -> None:
+    # The same word between other words: the phrase tables must still find it.
+    frame = "我们昨天说到{}的问题。", "我們昨天說到{}的問題。"
+    assert normalise(frame[0].format(mainland)) == normalise(frame[1].format(taiwan)) == normalise(frame[1].format(hong_kong)), meaning
+
+
+@pytest.mark.parametrize(
+    ("words", "mainland", "taiwan"),
+    [
+        ("software / hardware", ("软件", "硬件"), ("軟體", "硬體")),
+        ("network / information", ("网络", "信息"), ("網路", "資訊")),
+        ("mouse / keyboard", ("鼠标", "键盘"), ("滑鼠", "鍵盤")),
+        ("video / audio", ("视频", "音频"), ("影片", "音訊")),
+        ("taxi / bus", ("出租车", "公交车"), ("計程車", "公車")),
+        ("printer / scanner", ("打印机", "扫描仪"), ("印表機", "掃描器")),
+        ("server / client", ("服务器", "客户端"), ("伺服器", "用戶端")),
+    ],
+)
+def test_different_words_stay_different(words: str, mainland: tuple[str, str], taiwan: tuple[str, str]) -> None:
+    assert normalise(mainland[0]) != normalise(mainland[1]), words
+    assert normalise(taiwan[0]) != normalise(taiwan[1]), words
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("文档", "文件"),  # document / file; Taiwan writes 文件 / 檔案
+        ("进程", "程序"),  # process / program; Taiwan writes 程序 / 程式
+    ],
+)
+def test_mainland_words_taiwan_writes_as_each_other_stay_apart(one: str, other: str) -> None:
+    # Taiwan's word for the first is the mainland's word for the second: a form that read
+    # every text as Taiwan's would merge them.
+    assert normalise(one) != normalise(other)
+
+
+def _readability_article(shared_data: Path, folder: str) -> str:
+    expected = shared_data / "web" / "readability" / "test-pages" / folder / "expected.html"
+    return html_to_text(expected.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("folder", ["qq", "pixnet"])
+def test_normalise_is_idempotent_on_a_real_page(shared_data: Path, folder: str) -> None:
+    once = normalise(_readability_article(shared_data, folder))
+    assert has_han(once)
+    assert normalise(once) == once
+
+
+@pytest.mark.parametrize("folder", ["qq", "gmw"])
+@pytest.mark.parametrize("config", ["s2twp", "s2hk", "s2tw"])
+def test_sentences_and_their_regional_reprints_get_one_exact_key(shared_data: Path, folder: str, config: str) -> None:
+    # A mainland article's sentences reprinted for Taiwan (script and phrases) or Hong Kong:
+    # the reprint's normal form must equal the original's for nearly all of them (OpenCC's
+    # tables are not symmetric everywhere, so not all).
+    sentences = [s for s in re.split(r"(?<=[。！？])", _readability_article(shared_data, folder)) if has_han(s)]
+    assert len(sentences) >= 10
+    same = sum(normalise(s) == normalise(converter(config).convert(s)) for s in sentences)
+    assert same >= 0.95 * len(sentences), f"{same} of {len(sentences)}"
+    # ... where characters alone (today's t2s) fall short for the Taiwan phrases:
+    if config == "s2twp":
+        characters_only = sum(normalise(s, ("t2s",)) == normalise(converter(config).convert(s), ("t2s",)) for s in sentences)
+        assert characters_only < same
