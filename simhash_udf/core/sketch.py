@@ -146,6 +146,12 @@ def bands_agree(a: np.ndarray, b: np.ndarray, config: SketchConfig) -> np.ndarra
     return equal.all(axis=2).any(axis=1)
 
 
+def candidate_probability(jaccard: float, bands: int, rows: int) -> float:
+    """The chance that two texts of this Jaccard similarity share at least one of `bands`
+    bands of `rows` min-hashes, i.e. are candidates (the LSH S-curve): 1 - (1 - J^rows)^bands."""
+    return 1.0 - (1.0 - jaccard**rows) ** bands
+
+
 def exact_jaccard_of_hashes(a: np.ndarray, b: np.ndarray) -> float:
     """Exact Jaccard similarity of two documents' shingle hash sets (the tests' oracle)."""
     sa, sb = set(a.tolist()), set(b.tolist())

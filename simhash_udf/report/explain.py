@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from simhash_udf.core import bands
+from simhash_udf.core.config import SketchConfig
+from simhash_udf.core.sketch import candidate_probability
 from simhash_udf.stages.finder import BAND_JOIN_STAGE
 from simhash_udf.stages.progress import DEFAULT_INTERVAL
 
@@ -93,12 +95,13 @@ def explain(
     fingerprint_col: bool = False,
     write_pairs: bool = True,
     verify_texts: bool = True,
-    sketch_route: bool = True,
+    sketch: SketchConfig | None = None,
     index: IndexExplain | None = None,
 ) -> str:
     """What `--explain` prints: the band plan a run would use and why, the other plans it was
     chosen from, the candidate pairs to expect, and the stages the run would go through (fmt,
-    fingerprint_col, write_pairs, verify_texts, sketch_route: see `run_stages`).
+    fingerprint_col, write_pairs, verify_texts: see `run_stages`; sketch: the sketch route's
+    settings, None when it is off).
 
     n is the input's row count, an upper bound on the distinct fingerprints the run plans
     for: said so, since the run may then pick fewer blocks (report.json's
@@ -112,12 +115,16 @@ def explain(
         lines = _explain_self_join(n, plan)
     else:
         lines = _explain_index(n, plan, index)
+    sketch_route = sketch is not None and sketch.jaccard is not None and not fingerprint_col
+    if sketch_route and index is None:
+        assert sketch is not None
+        lines += _explain_sketch_route(n, sketch)
     lines.append(
         f"stages of the run (each logs its start, its progress every {DEFAULT_INTERVAL:.0f} s while "
         "it runs, and its time and rows at its end):"
     )
-    # Runs against an index do not apply the short-text policy nor the sketch route (see `index.finder`).
-    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None, sketch_route and index is None)
+    # Runs against an index do not apply the short-text policy (see `index.finder`).
+    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None, sketch_route)
     if index is not None:
         stages = _with_index_stages(stages, index.exists)
     for name, what in stages:
@@ -133,6 +140,12 @@ def _with_index_stages(stages: list[tuple[str, str]], existing: bool) -> list[tu
         if name == "distinct_fingerprints":
             out.append(("index_ids", "documents whose id the index already holds are skipped (id_in_index)"))
         out.append((name, what))
+        if name == "sketch_verify" and existing:
+            out += [
+                ("index_sketch_candidates", "band rows of the indexed sketches (computed each run); new batch "
+                 "nodes sharing a (band, key) with indexed ones; hot buckets paired star-wise"),
+                ("index_sketch_verify", "keep those reaching --sketch's Jaccard within --sketch-max-distance bits"),
+            ]
         if name == "distinct_fingerprints":
             out.append((
                 "index_lookup",
@@ -148,6 +161,22 @@ def _with_index_stages(stages: list[tuple[str, str]], existing: bool) -> list[tu
                 ("index_write", "write the run's entries and keys into its new segment"),
             ]
     return out
+
+
+def _explain_sketch_route(n: int, sketch: SketchConfig) -> list[str]:
+    """--explain's lines on the sketch route (`stages/sketch_join.py`): its rows and its S-curve."""
+    curve = ", ".join(
+        f"{j:g}: {candidate_probability(j, sketch.bands, sketch.rows):.2f}" for j in (0.9, 0.8, 0.7, 0.5, 0.3)
+    )
+    return [
+        f"sketch route (--sketch jaccard:{sketch.jaccard:g}): texts of {sketch.min_chars}+ characters carry "
+        f"{sketch.size} min-hashes of their token {sketch.shingle}-shingles; {sketch.bands} bands of "
+        f"{sketch.rows} rows: at most {n:,} x {sketch.bands} = {n * sketch.bands:,} band rows shuffled by "
+        "(band, key), fewer for short texts and shared fingerprints.",
+        f"  chance that two texts are candidates, by the Jaccard similarity of their shingles: {curve}; "
+        f"a candidate is kept when its sketches estimate >= {sketch.jaccard:g} and its fingerprints are "
+        f"within {sketch.max_distance} bits.",
+    ]
 
 
 def _explain_self_join(n: int, chosen: bands.BandPlan) -> list[str]:

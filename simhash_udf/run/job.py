@@ -57,7 +57,7 @@ def explain_run(
         source.rows, plan, fmt=source.format,
         fingerprint_col=bool(config.fingerprint_col), write_pairs=config.write_pairs,
         verify_texts=config.verify.threshold is not None,
-        sketch_route=config.sketch.jaccard is not None, index=index,
+        sketch=config.sketch, index=index,
     )
 
 
