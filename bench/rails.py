@@ -11,6 +11,7 @@ unrelated long documents.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -73,12 +74,14 @@ def rails_hold(f: RailFigures) -> bool:
     return not rail_breaks(f)
 
 
-def rails_cell(f: RailFigures, margin: RailFigures) -> str:
-    """`yes`, or which rails break at the setting (`**no**`) or only one step looser."""
+def rails_cell(f: RailFigures, margins: Sequence[tuple[str, RailFigures]]) -> str:
+    """`yes`, or which rails break as set (`**no**`) or only in one of the looser settings
+    `margins` ((label, figures), e.g. `at k + 1`)."""
     if rail_breaks(f):
         return "**no**: " + "; ".join(rail_breaks(f))
-    if rail_breaks(margin):
-        return "yes, **not one step looser**: " + "; ".join(rail_breaks(margin))
+    for label, looser in margins:
+        if rail_breaks(looser):
+            return f"yes, **not {label}**: " + "; ".join(rail_breaks(looser))
     return "yes"
 
 

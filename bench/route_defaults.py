@@ -7,15 +7,16 @@ Two steps, each a variant of one parameter at a time around the job's defaults:
    the most labelled duplicates (the least lost);
 2. the sketch route (`SketchConfig`), under the policy of step 1: for each parameter, the value
    with the best recall score (`rails.recall_score`) among those whose rails hold as set and
-   one step looser (`quality.margin`: k + 1, Jaccard threshold - 0.05, Hamming limit + 2 bits),
-   in both extraction modes; ties (within 0.5 points) keep the default.
+   at k + 1 and with the sketch one step looser (`quality.margin`: k + 1, Jaccard threshold
+   - 0.05, Hamming limit + 2 bits, at once), in both extraction modes; ties (within 0.5
+   points) keep the default.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.fingerprinting import fingerprint_all
@@ -25,6 +26,7 @@ from bench.quality import (
     Row,
     ScoredRow,
     default_setting,
+    first_break,
     job_methods,
     load_sets,
     policy_rows,
@@ -36,7 +38,7 @@ from bench.quality import (
 )
 from bench.rails import mean_dup, rail_breaks, recall_score, worst_dataset
 from bench.tables import pct
-from simhash_udf.core.config import VerifyConfig
+from simhash_udf.core.config import SketchConfig, VerifyConfig
 
 TIE = 0.005  # recall scores this close are equal
 
@@ -50,13 +52,14 @@ class RouteSweep:
     policy_choice: ScoredRow | None
     sketch: list[ScoredRow]
     sketch_choice: dict[str, ScoredRow]  # per parameter, the chosen row (the default when kept)
+    together: ScoredRow | None  # the parameters chosen apart, scored together (None: all default)
     sizes: dict[str, int]
 
 
 def choose_policy(scored: Sequence[ScoredRow]) -> ScoredRow | None:
     """The admissible policy that merges the most labelled duplicates (mean of languages);
     ties to the first (the default comes first)."""
-    ok = [sr for sr in scored if sr.admissible]
+    ok = [sr for sr in scored if sr.holds(sketch_margin=False)]
     return max(ok, key=lambda sr: round(mean_dup(sr.figures), 4)) if ok else None
 
 
@@ -68,9 +71,9 @@ def choose_sketch(scored: Sequence[ScoredRow]) -> dict[str, ScoredRow]:
     choice = {}
     for parameter in dict.fromkeys(sr.row.parameter for sr in scored[1:]):
         candidates = [base] + [sr for sr in scored[1:] if sr.row.parameter == parameter]
-        ok = [sr for sr in candidates if sr.admissible]
+        ok = [sr for sr in candidates if sr.holds(sketch_margin=True)]
         best = max(ok, key=lambda sr: recall_score(sr.figures)) if ok else base
-        if base.admissible and recall_score(best.figures) <= recall_score(base.figures) + TIE:
+        if base.holds(sketch_margin=True) and recall_score(best.figures) <= recall_score(base.figures) + TIE:
             best = base
         choice[parameter] = best
     return choice
@@ -90,10 +93,28 @@ def sweep(data: Path, quick: bool, seed: int, max_pairs: int | None, workers: in
     if chosen is not None and chosen is not policy[0]:
         base = chosen.row.method
     sketch_base = Row("default", f"sketch defaults ({sketch_text(DEFAULT_SKETCH)}), "
-                      f"{chosen.row.label if chosen else 'default policy'}", base)
+                      f"{chosen.row.label if chosen else 'default policy'}", base, sketch_margin=True)
     sketch = score_rows([sketch_base] + sketch_rows(base), sets.frames)
+    picks = choose_sketch(sketch)
+    combined = combine(sketch[0].row.method.sketch, [sr.row.method.sketch for sr in picks.values()])
+    together = None
+    if combined != sketch[0].row.method.sketch:
+        label = f"chosen together: {sketch_text(combined)}"
+        together = score_rows([Row("together", label, base.variant(label, sketch=combined), sketch_margin=True)],
+                              sets.frames)[0]
     sizes = {name: len(frame) for name, frame in sets.frames.items()}
-    return RouteSweep(policy, chosen, sketch, choose_sketch(sketch), sizes)
+    return RouteSweep(policy, chosen, sketch, picks, together, sizes)
+
+
+def combine(default: SketchConfig, chosen: Sequence[SketchConfig]) -> SketchConfig:
+    """The default with every parameter that a chosen config changes changed (each chosen
+    config differs from the default in one parameter, or none)."""
+    changes = {}
+    for config in chosen:
+        for name in ("jaccard", "max_distance", "shingle", "min_chars"):
+            if getattr(config, name) != getattr(default, name):
+                changes[name] = getattr(config, name)
+    return replace(default, **changes)
 
 
 _VALUE = re.compile(r"(-?\d+(?:\.\d+)?)")
@@ -127,8 +148,7 @@ def routes_section(s: RouteSweep) -> str:
         value = picked_value(sr, parameter)
         picks.append(f"**{parameter}**: " + (
             f"the default (recall score {pct(recall_score(base.figures), 1)}"
-            + (")" if base.admissible else "; its rails do not hold: " + "; ".join(
-                rail_breaks(base.figures) or rail_breaks(base.looser)) + ")")
+            + (")" if base.admissible else f"; its rails break {first_break(base)})")
             if value == "default" else
             f"**{value}** (recall score {pct(recall_score(sr.figures), 1)} against the default's "
             f"{pct(recall_score(base.figures), 1)}; rails hold as set and one step looser)"))
@@ -148,20 +168,16 @@ def routes_section(s: RouteSweep) -> str:
         "### 2. The sketch route, under that policy\n\n"
         "Each parameter varied alone; per parameter, the admissible value with the best "
         "recall score (ties keep the default).\n\n"
-        + variants_table(s.sketch) + "\n\n"
+        + variants_table(s.sketch + ([s.together] if s.together else [])) + "\n\n"
         + "\n".join(f"- {line}" for line in picks) + "\n"
+        + (f"- **Together** ({s.together.row.label}, the table's last row): recall score "
+           f"{pct(recall_score(s.together.figures), 1)}; rails "
+           + ("hold as set and one step looser" if s.together.admissible else
+              f"**break** {first_break(s.together)}")
+           + ".\n" if s.together else "")
     )
 
 
-def chosen_sketch_text(s: RouteSweep) -> str:
-    """`jaccard 0.75, max_distance 12, shingle 3, min_chars 300` as chosen (for the summary)."""
-    values = {"sketch jaccard": f"{DEFAULT_SKETCH.jaccard:g}", "sketch max_distance": str(DEFAULT_SKETCH.max_distance),
-              "sketch shingle": str(DEFAULT_SKETCH.shingle), "sketch min_chars": str(DEFAULT_SKETCH.min_chars)}
-    for parameter, sr in s.sketch_choice.items():
-        value = picked_value(sr, parameter)
-        if parameter in values and value != "default":
-            values[parameter] = value
-    route = s.sketch_choice.get("sketch route")
-    off = route is not None and picked_value(route, "sketch route") == "off"
-    return "sketch route off" if off else ", ".join(f"{k.split()[1]} {v}" for k, v in values.items())
-
+def chosen_sketch(s: RouteSweep) -> SketchConfig:
+    """The sketch route as chosen: every parameter's pick together (the default when none moved)."""
+    return (s.together or s.sketch[0]).row.method.sketch

@@ -30,7 +30,7 @@ RECALL_TARGETS: tuple[tuple[str, float, Callable[[Any], float]], ...] = (
     ("a real article, sentence added", 0.90, lambda f: f.edited.get("sentence added", math.nan)),
     ("a real article, footer appended", 0.90, lambda f: f.edited.get("footer appended", math.nan)),
     ("a real article, paragraph dropped", 0.90, lambda f: f.edited.get("paragraph dropped", math.nan)),
-    ("regional copies (s2twp/s2hk and back)", 0.98, lambda f: getattr(f, "regional", math.nan)),
+    ("regional copies (s2twp/s2hk and back)", 0.98, lambda f: f.regional),
 )
 
 

@@ -75,11 +75,12 @@ from bench.pair_sets import (
     text_group,
     unrelated_frame,
 )
-from bench.route_defaults import RouteSweep, chosen_sketch_text, routes_section, sweep
+from bench.quality import sketch_text
+from bench.route_defaults import RouteSweep, chosen_sketch, routes_section, sweep
 from bench.runners import log
 from bench.tables import md_table, num, pct
 from simhash_udf.core import bands
-from simhash_udf.core.config import DedupeConfig, FingerprintConfig
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig, SketchConfig
 from simhash_udf.core.fingerprint import fingerprints, hamming
 
 DEFAULT_OUT = Path("docs/defaults.md")
@@ -734,7 +735,7 @@ def write_report(run: Run, routes: RouteSweep, args: argparse.Namespace, started
     add(recommendation_section(m, selection))
     add(f"**The short-text policy and the sketch route** (see its section): policy "
         f"{routes.policy_choice.row.label if routes.policy_choice else '**none holds the rails**'}; "
-        f"sketch route {chosen_sketch_text(routes)}.\n")
+        f"{sketch_text(chosen_sketch(routes))} (`SketchConfig`'s defaults: {sketch_text(SketchConfig())}).\n")
     add(routes_section(routes))
     add(rules_section())
     run.wall["evaluate"] = time.perf_counter() - eval_started

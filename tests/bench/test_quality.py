@@ -119,7 +119,7 @@ def test_short_text_policy_checks_only_short_pairs():
 def _figures(**changes) -> "quality.Figures":
     base = dict(page_recall=0.5, page_recall_all=0.1, same_site=0, same_site_all=0, other_site=0,
                 other_site_all=0, pan13=0, unrelated=0, near_copy={0.01: 0.9, 0.03: 0.6},
-                edited={"sentence added": 0.9}, non_dup={"en": 0.0, "zh": 0.005},
+                edited={"sentence added": 0.9}, regional=0.99, non_dup={"en": 0.0, "zh": 0.005},
                 non_dup_by_dataset={"MRPC": 0.0, "LCQMC": 0.009, "PAWSX-zh": 0.2},
                 dup={"en": 0.01, "zh": 0.05},
                 auc={"en": 0.7, "zh": 0.6}, sts_rho={"STS-B-en": -0.5})
@@ -134,9 +134,9 @@ def test_every_rail_counts_in_both_extraction_modes(change):
     assert quality.rails_hold(_figures())
     broken = _figures(**change)
     assert not quality.rails_hold(broken)
-    assert quality.rails_cell(broken, _figures()).startswith("**no**")
+    assert quality.rails_cell(broken, [("at k + 1", _figures())]).startswith("**no**")
     # Holding as set but not one step looser is shown as such (and is not admissible in the verdict).
-    assert "not one step looser" in quality.rails_cell(_figures(), broken)
+    assert "not at k + 1" in quality.rails_cell(_figures(), [("at k + 1", broken)])
 
 
 def test_the_sentence_rail_is_per_dataset_and_leaves_paws_x_out():
@@ -150,12 +150,22 @@ def test_a_variant_that_breaks_all_text_rails_at_k_plus_1_is_no_candidate():
     base = _figures()
     better = _figures(page_recall=0.9)
     row = quality.Row("weighting", "weighting x", None)  # type: ignore[arg-type]
-    holds = quality.verdict("weighting", base, True, [(row, better, _figures(), True)])
+    holds = quality.verdict("weighting", base, True, [quality.ScoredRow(row, better, _figures(), None)])
     assert "candidate to change the default" in holds
     # Same figures at k, but one same-site pair of all-text pages merged at k + 1.
     breaks = quality.verdict("weighting", base, True,
-                             [(row, better, _figures(same_site_all=1), False)])
-    assert "candidate" not in breaks and "weighting x (one step looser: all text: 1 same-site" in breaks
+                             [quality.ScoredRow(row, better, _figures(same_site_all=1), None)])
+    assert "candidate" not in breaks and "weighting x (at k + 1: all text: 1 same-site" in breaks
+
+
+def test_a_sketch_variant_must_also_hold_with_the_sketch_one_step_looser():
+    row = quality.Row("sketch jaccard", "sketch jaccard x", None, sketch_margin=True)  # type: ignore[arg-type]
+    loose = quality.ScoredRow(row, _figures(page_recall=0.9), _figures(), _figures(other_site_all=1))
+    assert not loose.admissible and loose.holds(sketch_margin=False)
+    text = quality.verdict("sketch jaccard", _figures(), True, [loose])
+    assert "candidate" not in text and "with the sketch one step looser: all text: 0 same-site, 1 other-site" in text
+    # A sketch row scored without its sketch margin is never admissible.
+    assert not quality.ScoredRow(row, _figures(), _figures(), None).admissible
 
 
 def test_other_site_frame_leaves_out_same_site_pairs_and_other_scripts():
@@ -188,7 +198,8 @@ def test_quick_run_writes_every_section(shared_data, tmp_path):
                     "## How this was measured"):
         assert heading in doc
     for row in ("merged, main text: same-site / other-site pages",
-                "merged, all text: same-site / other-site pages", "one step looser: main; all",
+                "merged, all text: same-site / other-site pages", "at k + 1: main; all",
+                "at k + 1, sketch one step looser: main; all",
                 "near copies, 5% of words edited", "a real article, footer appended",
                 "**sketch jaccard**", "**sketch max_distance**", "**sketch shingle**",
                 "**sketch min_chars**", "**sketch route**", "**short-text policy**",
