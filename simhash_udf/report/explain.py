@@ -57,6 +57,7 @@ def run_stages(
             ("sketch_nodes", "one MinHash sketch per distinct fingerprint"),
             ("sketch_candidates", "MinHash-LSH: shuffle band rows by (band, key); pairs sharing a bucket, each once"),
             ("sketch_verify", "keep candidates whose sketches reach --sketch's Jaccard within --sketch-max-distance bits"),
+            ("jaccard", "every pair with its sketches' Jaccard estimate (pairs/'s jaccard), the sketch route's added"),
         ]
     stages += [
         ("components", "connected components, one line per round"),

@@ -93,17 +93,19 @@ def _with_sketch_route(
     band_pairs: DataFrame, texts: DataFrame, config: DedupeConfig, stages: Stages, stats: dict[str, Any]
 ) -> DataFrame:
     """The band join's pairs with their estimated Jaccard, and the sketch route's pairs
-    beyond them (`sketch_join`): `fp_a`, `fp_b`, `distance`, `jaccard`. Adds `sketch` to stats:
-    `nodes`, `candidate_pairs`, `pairs` (kept by the sketch route, within k or not),
-    `pairs_beyond_k` (what it adds), `hot_buckets` (buckets paired star-wise)."""
+    beyond them (`sketch_join`): `fp_a`, `fp_b`, `distance`, `jaccard`, materialised once for
+    the components and pairs/. Adds `sketch` to stats: `nodes`, `candidate_pairs`, `pairs`
+    (kept by the sketch route, within k or not), `pairs_beyond_k` (what it adds: the band join
+    has every pair within k), `hot_buckets` (buckets paired star-wise)."""
     nodes = stages.materialise("sketch_nodes", sketch_join.sketch_nodes(texts))
     candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config.sketch))
     candidates = stages.materialise("sketch_candidates", candidates)
     found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config.sketch))
     beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
-    with stages.timed("sketch_verify"):
+    pairs = stages.materialise("jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond))
+    with stages.timed("jaccard"):
+        added = pairs.where(F.col("distance") > config.k).count()
         hot_buckets = hot.count()
-        added = beyond.count()
     stats["sketch"] = {
         "nodes": stages.rows["sketch_nodes"],
         "candidate_pairs": stages.rows["sketch_candidates"],
@@ -115,7 +117,7 @@ def _with_sketch_route(
         "sketch route: %d sketches, %d candidate pairs, %d pairs kept, %d beyond k",
         stats["sketch"]["nodes"], stats["sketch"]["candidate_pairs"], stats["sketch"]["pairs"], added,
     )
-    return sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond)
+    return pairs
 
 
 def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:
