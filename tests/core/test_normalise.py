@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.core.html_text import html_to_text
-from simhash_udf.core.normalise import converter, has_han, normalise
+from simhash_udf.core.normalise import (
+    REGIONAL_CHAIN,
+    converter,
+    fixed_point,
+    has_han,
+    normalise,
+    to_canonical_chinese,
+)
 
 
 @pytest.mark.parametrize(
@@ -187,6 +194,21 @@ def test_normalise_is_idempotent_on_a_real_page(shared_data: Path, folder: str) 
     assert normalise(once) == once
 
 
+@pytest.mark.parametrize("folder", ["qq", "gmw", "pixnet"])
+def test_piecewise_conversion_equals_the_whole_text_fixed_point_on_real_pages(shared_data: Path, folder: str) -> None:
+    page = shared_data / "web" / "readability" / "test-pages" / folder / "source.html"
+    for text in (_readability_article(shared_data, folder), html_to_text(page.read_text(encoding="utf-8"))):
+        for reprint in (text, converter("s2twp").convert(text), converter("s2hk").convert(text)):
+            assert to_canonical_chinese(reprint) == fixed_point(reprint, REGIONAL_CHAIN)
+
+
+@given(st.lists(st.sampled_from(["软件", "軟體", "程序", "程式", "文件", "檔案", "进程", "資料", "乾清宮", "。", "\n", "的", " ", "網路"]), max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_piecewise_conversion_equals_the_whole_text_fixed_point(words: list[str]) -> None:
+    text = "".join(words)
+    assert to_canonical_chinese(text) == fixed_point(text, REGIONAL_CHAIN)
+
+
 @pytest.mark.parametrize("folder", ["qq", "gmw"])
 @pytest.mark.parametrize("config", ["s2twp", "s2hk", "s2tw"])
 def test_sentences_and_their_regional_reprints_get_one_exact_key(shared_data: Path, folder: str, config: str) -> None:
@@ -201,3 +223,15 @@ def test_sentences_and_their_regional_reprints_get_one_exact_key(shared_data: Pa
     if config == "s2twp":
         characters_only = sum(normalise(s, ("t2s",)) == normalise(converter(config).convert(s), ("t2s",)) for s in sentences)
         assert characters_only < same
+
+
+def test_piecewise_conversion_falls_back_to_the_whole_text_when_a_piece_boundary_moves(monkeypatch) -> None:
+    # A conversion that removed a full stop would join two pieces: the pieces no longer line
+    # up, so the whole text is converted instead.
+    import simhash_udf.core.normalise as module
+
+    def drop_full_stop_before_two(text: str, chain: tuple[str, ...]) -> str:
+        return text.replace("一。二", "一二")
+
+    monkeypatch.setattr(module, "_convert", drop_full_stop_before_two)
+    assert to_canonical_chinese("零。一。二。三", REGIONAL_CHAIN) == "零。一二。三"
