@@ -27,7 +27,8 @@ class PairSample:
 
     text_a / text_b: the start of each document's text (`pair_samples.SAMPLE_CHARS`
     characters; None when the input has no text column, e.g. with --fingerprint-col);
-    truncated_a / truncated_b say whether the text was longer.
+    truncated_a / truncated_b say whether the text was longer. jaccard: the Jaccard
+    similarity the pair's sketches estimate (pairs/'s `jaccard`; None without sketches).
     """
 
     id_a: Any
@@ -37,6 +38,7 @@ class PairSample:
     text_b: str | None = None
     truncated_a: bool = False
     truncated_b: bool = False
+    jaccard: float | None = None
 
 
 def _e(value: Any) -> str:
@@ -245,6 +247,8 @@ def _stages_section(report: Mapping[str, Any]) -> str:
 
 def _pair_html(sample: PairSample) -> str:
     caption = f"{sample.id_a} and {sample.id_b}: {sample.distance} bits apart"
+    if sample.jaccard is not None:
+        caption += f", estimated Jaccard {sample.jaccard:.2f}"
     if sample.text_a is None or sample.text_b is None:
         return f'<div class="pair-sample"><h3>{_e(caption)}</h3><p class="none">No text to show.</p></div>'
     notes = [

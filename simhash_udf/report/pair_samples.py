@@ -31,7 +31,7 @@ def sample_pairs(
     """The `limit` pairs furthest apart (ties by id_a, id_b: deterministic), with the start of
     their texts; only these few rows reach the driver.
 
-    pairs: `id_a`, `id_b`, `distance` (see `NearDuplicates.pairs`).
+    pairs: `id_a`, `id_b`, `distance`, [`jaccard`] (see `NearDuplicates.pairs`).
     docs: the input documents, with `id_col` and (unless `text_col` is None) `text_col`.
     extract: for HTML input, the `--extract` mode: the page is shown as the text that was
         fingerprinted (`extract.extract_text`, on the driver for these few pages) rather
@@ -67,5 +67,6 @@ def sample_pairs(
     for r in top:
         text_a, cut_a = texts.get(r["id_a"], (None, False))
         text_b, cut_b = texts.get(r["id_b"], (None, False))
-        samples.append(PairSample(r["id_a"], r["id_b"], int(r["distance"]), text_a, text_b, cut_a, cut_b))
+        jaccard = r["jaccard"] if "jaccard" in r else None
+        samples.append(PairSample(r["id_a"], r["id_b"], int(r["distance"]), text_a, text_b, cut_a, cut_b, jaccard))
     return samples

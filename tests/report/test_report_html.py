@@ -338,13 +338,16 @@ def test_the_job_writes_report_html_beside_report_json(sample_run, spark):
 
     # The sample: the five pairs of pairs/ furthest apart, each with the documents' own texts.
     pairs = sorted(
-        ((r["distance"], r["id_a"], r["id_b"]) for r in spark.read.parquet(str(sample_run / "pairs")).collect()),
+        ((r["distance"], r["id_a"], r["id_b"], r["jaccard"]) for r in spark.read.parquet(str(sample_run / "pairs")).collect()),
         key=lambda t: (-t[0], t[1], t[2]),
     )[:5]
     shown = [div for div in section(root, "pairs").iter("div") if div.get("class") == "pair-sample"]
-    assert [text(div.find("h3")) for div in shown] == [f"{a} and {b}: {d} bits apart" for d, a, b in pairs]
+    assert [text(div.find("h3")) for div in shown] == [
+        f"{a} and {b}: {d} bits apart" + (f", estimated Jaccard {j:.2f}" if j is not None else "") for d, a, b, j in pairs
+    ]
+    assert any(j is not None for *_, j in pairs), "the sample's pairs carry their sketches' estimate"
     texts = {d["id"]: d["text"] for d in map(json.loads, SAMPLE.read_text(encoding="utf-8").splitlines())}
-    for div, (_, a, b) in zip(shown, pairs):
+    for div, (_, a, b, _) in zip(shown, pairs):
         left, right = div.find(".//table[@class='pair']").iter("td")
         assert text(left) == texts[a][: pair_samples.SAMPLE_CHARS]
         assert text(right) == texts[b][: pair_samples.SAMPLE_CHARS]
