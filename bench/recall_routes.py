@@ -17,7 +17,8 @@ Every text is fingerprinted and sketched as the job does (`fingerprint.signature
 (`simhash_rule`: exact copies, or fingerprints within k = 3 and the short-text policy). Each
 route adds merges to today's between long texts (both have a sketch). Pair figures come
 from the two texts' fingerprints and sketches; the routes' joins are replaced by brute force
-over the pairs (bench/route_pairs.py), which finds what an exact join finds.
+over the pairs (bench/route_pairs.py), which finds what an exact join finds. The sets and
+pair figures are bench/route_sets.py's, the chaining section bench/route_chains.py's.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -38,33 +39,37 @@ from bench import quality
 from bench.corpora import peoples_daily
 from bench.datasets import DEFAULT_DATA, check_data, resolve
 from bench.machine import library_version, machine_line
-from bench.edited_copies import EDITS
-from bench.pair_sets import DistinctTexts, text_group
-from bench.route_pairs import (
-    anchor_guard,
-    anchors_of,
-    components,
-    jaccard,
-    lsh_pairs,
-    pairs_within,
-    seeded_fingerprints,
-    shingle_set,
+from bench.pair_sets import text_group
+from bench.route_pairs import lsh_pairs, pairs_within, seeded_fingerprints
+from bench.route_chains import section_chaining
+from bench.route_sets import (
+    FP,
+    K,
+    RECALL_SETS,
+    SKETCH,
+    PairData,
+    Route,
+    Signals,
+    chunked,
+    evaluate,
+    load_frames,
+    mean_recall,
+    pair_data,
+    rails_hold,
+    result_cells,
+    result_headers,
+    simhash_rule,
+    summarise,
 )
 from bench.runners import interleaved, log
 from bench.tables import md_table, pct
 from simhash_udf.core import bands
-from simhash_udf.core.config import FingerprintConfig, SketchConfig, VerifyConfig
 from simhash_udf.core.fingerprint import fingerprints, signatures
 from simhash_udf.core.hot_runs import HOT_RUN_SIZE
 from simhash_udf.core.limits import MAX_K
 from simhash_udf.core.sketch import bands_agree, estimated_jaccard
-from simhash_udf.core.short_text_policy import keeps
-from simhash_udf.core.tokens import tokens
 
 DEFAULT_OUT = Path("docs/recall-routes.md")
-FP = FingerprintConfig()
-SKETCH = SketchConfig()
-K = 3
 LARGER_K = (4, 5, 6, 7, 8)
 THRESHOLDS = (0.6, 0.7, 0.75, 0.8)
 BAND_SHAPES = ((25, 5), (16, 8), (32, 4), (20, 6))
@@ -74,147 +79,15 @@ SCALES = (10**9, 10**10)
 # measured 9 bytes on disk; see bands.SHUFFLE_BYTES_PER_ROW).
 LSH_ROW_BYTES = 17
 SKETCH_BYTES = 2 * SKETCH.size
-SIZE_BUCKETS = ((2, 2), (3, 4), (5, 9), (10, 10**9))
-FAR = 0.5  # a member sharing less Jaccard than this with its anchor is "far"
 CPU_MB = 4.0  # MB of each language timed (0.5 with --quick)
 
-RECALL_SETS = (
-    ("page_article", "page ↔ article"),
-    ("near1", "near 1%"),
-    ("near3", "near 3%"),
-    ("near5", "near 5%"),
-    *((edit, edit) for edit in EDITS),
-)
-NEAR_RATES = (0.01, 0.03, 0.05)
-RAIL_SETS = ("same_site", "other_site", "same_site_all", "other_site_all", "pan13", "unrelated")
-
-
-# --------------------------------------------------------------------------- sets
-
-
-def load_frames(data: Path, quick: bool, seed: int) -> tuple[DistinctTexts, dict[str, pd.DataFrame], str]:
-    """bench/quality.py's document sets (no sentence pairs), the near-copies split by edit rate
-    (`near1`, `near3`, `near5`) and the edited copies by edit (`edited_copies.EDITS`); returns
-    (corpus, frames by name, the extractor note)."""
-    sets = quality.load_sets(data, quick, seed, max_pairs=0)
-    frames = {name: f for name, f in sets.frames.items() if name not in ("pairs", "synthetic", "edited")}
-    synthetic, edited = sets.frames["synthetic"], sets.frames["edited"]
-    for rate in NEAR_RATES:
-        frames[f"near{round(rate * 100)}"] = synthetic[synthetic["rate"] == rate].reset_index(drop=True)
-    for edit in EDITS:
-        frames[edit] = edited[edited["edit"] == edit].reset_index(drop=True)
-    return sets.corpus, frames, sets.extractor
-
-
-# --------------------------------------------------------------------------- pair figures
-
-
-@dataclass
-class Signals:
-    """Every corpus text's fingerprint and sketch (`fingerprint.signatures`, job defaults)."""
-
-    fingerprint: np.ndarray  # int64
-    n_features: np.ndarray  # int32
-    sketch: np.ndarray  # uint16 (texts, SKETCH.size)
-    has_sketch: np.ndarray  # bool: at least SKETCH.min_chars characters
-
-
-@dataclass
-class PairData:
-    """One pair set's figures: `a`, `b` (corpus indices), `ham` (default fingerprints' bits),
-    `est` (sketches' estimated Jaccard, 0 without two sketches), `long` (both texts have a
-    sketch) and `today` (merged by the job today: exact, or within k = 3 with its policy)."""
-
-    a: np.ndarray
-    b: np.ndarray
-    ham: np.ndarray
-    est: np.ndarray
-    long: np.ndarray
-    today: np.ndarray
-
-
-def chunked(a: np.ndarray, b: np.ndarray, pairwise: Callable[[np.ndarray, np.ndarray], np.ndarray],
-            size: int = 50_000) -> np.ndarray:
-    """pairwise(rows of a, rows of b) over the pairs in chunks (bounds memory on 400k pairs)."""
-    if len(a) == 0:
-        return np.zeros(0)
-    return np.concatenate([pairwise(a[s:s + size], b[s:s + size]) for s in range(0, len(a), size)])
-
-
-def simhash_rule(frame: pd.DataFrame, values: np.ndarray, n_features: np.ndarray,
-                 texts: Sequence[str]) -> np.ndarray:
-    """The job's decision without the sketch, per pair of the frame: exact copies, or both
-    texts fingerprinted (`min_features`) and at most k = 3 bits apart, a pair whose shorter
-    text is below the short-text policy's length also reaching its Jaccard (`keeps`)."""
-    a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
-    exact = frame["exact"].to_numpy(dtype=bool)
-    both = np.minimum(n_features[a], n_features[b]) >= FP.min_features
-    merged = exact | (both & (quality.hamming_many(values[a], values[b]) <= K))
-    policy = VerifyConfig()
-    for i in np.flatnonzero(merged & ~exact):  # keeps() passes pairs it does not check
-        merged[i] = keeps(texts[a[i]], texts[b[i]], policy)
-    return merged
-
-
-def pair_data(frame: pd.DataFrame, sig: Signals, texts: Sequence[str]) -> PairData:
-    """The figures of one pair frame (see `PairData`)."""
-    a, b = frame["a"].to_numpy(), frame["b"].to_numpy()
-    long = sig.has_sketch[a] & sig.has_sketch[b]
-    est = chunked(a, b, lambda x, y: estimated_jaccard(sig.sketch[x], sig.sketch[y]))
-    return PairData(a, b, quality.hamming_many(sig.fingerprint[a], sig.fingerprint[b]),
-                    np.where(long, est, 0.0), long, simhash_rule(frame, sig.fingerprint, sig.n_features, texts))
+# --------------------------------------------------------------------------- LSH
 
 
 def candidates(p: PairData, sig: Signals, shape: tuple[int, int]) -> np.ndarray:
     """Whether each pair is a MinHash-LSH candidate under `shape` (bands, rows)."""
     config = replace(SKETCH, bands=shape[0], rows=shape[1])
     return chunked(p.a, p.b, lambda x, y: bands_agree(sig.sketch[x], sig.sketch[y], config)).astype(bool)
-
-
-Route = Callable[[PairData], np.ndarray]
-
-
-def summarise(merged: dict[str, np.ndarray]) -> dict[str, float]:
-    """Recall (share merged) on each recall set and page <-> article with all text; count
-    merged on each rail set. merged: a bool per pair, by set name."""
-    out: dict[str, float] = {}
-    for name in [n for n, _ in RECALL_SETS] + ["page_article_all"]:
-        out[name] = float(merged[name].mean())
-    for name in RAIL_SETS:
-        out[name] = int(np.count_nonzero(merged[name]))
-    return out
-
-
-def evaluate(route: Route, pairs: dict[str, PairData]) -> dict[str, float]:
-    """`summarise` of a route applied to every set."""
-    return summarise({name: route(p) for name, p in pairs.items()})
-
-
-def result_cells(r: dict[str, float]) -> list[str]:
-    """Recall cells, then rails: main same-site / other-site; all text; PAN-13 / unrelated."""
-    return ([pct(r[name], 1) for name, _ in RECALL_SETS] + [pct(r["page_article_all"], 1)]
-            + [f"{r['same_site']} / {r['other_site']}", f"{r['same_site_all']} / {r['other_site_all']}",
-               f"{r['pan13']} / {r['unrelated']}"])
-
-
-def result_headers(pairs: dict[str, PairData]) -> list[str]:
-    """Column names with each set's size."""
-    return ([f"{label} ({len(pairs[name].a)})" for name, label in RECALL_SETS]
-            + [f"page ↔ article, all text ({len(pairs['page_article_all'].a)})",
-               f"merged, main: same-site ({len(pairs['same_site'].a)}) / other-site "
-               f"({len(pairs['other_site'].a):,})",
-               f"merged, all text: same-site ({len(pairs['same_site_all'].a)}) / other-site "
-               f"({len(pairs['other_site_all'].a):,})",
-               f"merged: PAN-13 ({len(pairs['pan13'].a)}) / unrelated ({len(pairs['unrelated'].a):,})"])
-
-
-def rails_hold(r: dict[str, float]) -> bool:
-    return all(r[name] == 0 for name in RAIL_SETS)
-
-
-def mean_recall(r: dict[str, float]) -> float:
-    """The mean over the recall sets (what ranks routes that hold the rails)."""
-    return float(np.mean([r[name] for name, _ in RECALL_SETS]))
 
 
 # --------------------------------------------------------------------------- cost
@@ -531,196 +404,6 @@ def section_cpu(english: Sequence[str], chinese: Sequence[str], quick: bool) -> 
         "(fingerprint and sketch from one tokenisation), the same texts, one process, interleaved "
         "after a warm-up run; MB/s per core = UTF-8 MB / median CPU seconds of 3 runs.\n\n"
         + md_table(["texts", "size", "function", "CPU s (3 runs)", "MB/s per core", "vs fingerprints"], rows)
-        + "\n"
-    )
-
-
-# --------------------------------------------------------------------------- chaining
-
-
-@dataclass
-class Chains:
-    """The job's merged pairs among the long texts and their components."""
-
-    nodes: np.ndarray  # corpus index of each long text
-    first: np.ndarray  # merged pairs, as node positions
-    second: np.ndarray
-    labels: np.ndarray  # component per node
-
-
-def job_pairs(sig: Signals, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair of the long texts `idx` the job merges (distinct texts: no exact copies):
-    within k = 3, or an LSH candidate (25 × 5) with estimated Jaccard ≥ 0.75 and ≤ 12 bits."""
-    fp, sk = sig.fingerprint[idx], sig.sketch[idx]
-    i, j, dist = pairs_within(fp, SKETCH.max_distance)
-    fingerprinted = (sig.n_features[idx][i] >= FP.min_features) & (sig.n_features[idx][j] >= FP.min_features)
-    cand = bands_agree(sk[i], sk[j], SKETCH) & (estimated_jaccard(sk[i], sk[j]) >= SKETCH.jaccard)
-    keep = fingerprinted & ((dist <= K) | cand)
-    return i[keep], j[keep]
-
-
-def text_roles(frames: dict[str, pd.DataFrame]) -> dict[int, str]:
-    """What each corpus text is in the sets (the first role listed wins: an article is also
-    the original of its copies)."""
-    roles: dict[int, str] = {}
-    listed = [(frames["page_article"]["b"], "article"), (frames["page_article"]["a"], "page, main text"),
-              (frames["page_article_all"]["a"], "page, all text")]
-    listed += [(frames[f"near{round(r * 100)}"]["b"], f"near copy {r:.0%}") for r in NEAR_RATES]
-    listed += [(frames[edit]["b"], edit) for edit in EDITS]
-    listed += [(pd.concat([frames["pan13"]["a"], frames["pan13"]["b"]]), "PAN-13 document")]
-    for ids, role in listed:
-        for t in ids:
-            roles.setdefault(int(t), role)
-    return roles
-
-
-def text_families(frames: dict[str, pd.DataFrame]) -> dict[int, int]:
-    """The article text each article-derived text comes from (its page in both modes, the
-    article itself, its near and edited copies), as the article's corpus index: two pages
-    carrying one article text are one family. Other texts have none."""
-    families: dict[int, int] = {}
-    for name in ("page_article", "page_article_all"):
-        for page, article in zip(frames[name]["a"], frames[name]["b"]):
-            families[int(page)] = families[int(article)] = int(article)
-    for name in [f"near{round(r * 100)}" for r in NEAR_RATES] + list(EDITS):
-        for article, copy in zip(frames[name]["a"], frames[name]["b"]):
-            families[int(copy)] = families[int(article)] = int(article)
-    return families
-
-
-@dataclass
-class Clusters:
-    """The job's clusters of the long texts: `labels` (component per node), `members` (one row
-    per non-anchor member of a cluster of 2 or more: `cluster`, `size`, `anchor`, `member`
-    (node positions), `jaccard` and `hamming` to the anchor, `direct`: the rule merges it with
-    the anchor itself) and `diameters` (one row per cluster: `size`, `max_hamming`,
-    `min_jaccard` over all member pairs)."""
-
-    labels: np.ndarray
-    members: pd.DataFrame
-    diameters: pd.DataFrame
-
-
-def clusters_of(first: np.ndarray, second: np.ndarray, fps: np.ndarray, shingle_sets: Callable[[int], set]) -> Clusters:
-    """Connected components of the merged pairs (first, second) over len(fps) nodes, with each
-    cluster's diameter and each member's distance to its anchor (exact shingle Jaccard from
-    `shingle_sets(node)`)."""
-    labels = components(len(fps), first, second)
-    sizes = np.bincount(labels)
-    anchors = anchors_of(labels)
-    merged = set(zip(first.tolist(), second.tolist()))
-    unsigned = fps.astype(np.int64).view(np.uint64)
-    member_rows, diameter_rows = [], []
-    for c in np.flatnonzero(sizes >= 2):
-        nodes = np.flatnonzero(labels == c)
-        x, y = np.triu_indices(len(nodes), 1)
-        hams = np.bitwise_count(unsigned[nodes[x]] ^ unsigned[nodes[y]])
-        jacs = [jaccard(shingle_sets(nodes[p]), shingle_sets(nodes[q])) for p, q in zip(x, y)]
-        diameter_rows.append((len(nodes), int(hams.max()), min(jacs)))
-        anchor = int(anchors[nodes[0]])
-        for m in nodes[nodes != anchor].tolist():
-            member_rows.append((int(c), len(nodes), anchor, m, jaccard(shingle_sets(anchor), shingle_sets(m)),
-                                int(np.bitwise_count(unsigned[anchor] ^ unsigned[m])), (anchor, m) in merged))
-    return Clusters(
-        labels,
-        pd.DataFrame(member_rows, columns=["cluster", "size", "anchor", "member", "jaccard", "hamming", "direct"]),
-        pd.DataFrame(diameter_rows, columns=["size", "max_hamming", "min_jaccard"]),
-    )
-
-
-def size_bucket(size: int) -> str:
-    """`2`, `3-4`, `5-9`, `10+` (SIZE_BUCKETS)."""
-    lo, hi = next(b for b in SIZE_BUCKETS if b[0] <= size <= b[1])
-    return str(lo) if lo == hi else (f"{lo}-{hi}" if hi < 10**9 else f"{lo}+")
-
-
-def section_chaining(sig: Signals, texts: Sequence[str], long: np.ndarray,
-                     frames: dict[str, pd.DataFrame]) -> str:
-    idx = np.flatnonzero(long)
-    i, j = job_pairs(sig, idx)
-    shingles: dict[int, set] = {}
-
-    def shingles_of(node: int) -> set:
-        if node not in shingles:
-            t = texts[idx[node]]
-            shingles[node] = shingle_set(tokens(t[:FP.max_chars], FP.tokenizer, FP.segmenter), SKETCH.shingle)
-        return shingles[node]
-
-    found = clusters_of(i, j, sig.fingerprint[idx], shingles_of)
-    members, diameters = found.members, found.diameters
-    rows = []
-    for bucket in dict.fromkeys(size_bucket(int(n)) for n in sorted(diameters["size"])):
-        d = diameters[diameters["size"].map(size_bucket) == bucket]
-        m = members[members["size"].map(size_bucket) == bucket]
-        far, indirect = int((m["jaccard"] < FAR).sum()), int((~m["direct"]).sum())
-        rows.append([bucket, len(d), int(d["size"].sum()), int(d["max_hamming"].max()),
-                     f"{d['min_jaccard'].median():.2f} / {d['min_jaccard'].min():.2f}",
-                     f"{m['jaccard'].median():.2f} / {m['jaccard'].min():.2f}", int(m["hamming"].max()),
-                     f"{far} ({far / len(m):.1%})", f"{indirect} ({indirect / len(m):.1%})"])
-    roles = text_roles(frames)
-    families = text_families(frames)
-    cluster_families: dict[int, set[int]] = {}
-    for node, label in enumerate(found.labels.tolist()):
-        family = families.get(int(idx[node]))
-        if family is not None:
-            cluster_families.setdefault(label, set()).add(family)
-    mixed = sum(1 for c, fams in cluster_families.items() if len(fams) > 1
-                and int((found.labels == c).sum()) >= 2)
-    far_members = members[members["jaccard"] < FAR]
-    far_rows = [[roles.get(int(idx[a]), "?"), roles.get(int(idx[b]), "?"), f"{jac:.2f}", ham, "yes" if direct else "no"]
-                for a, b, jac, ham, direct in far_members[["anchor", "member", "jaccard", "hamming", "direct"]]
-                .itertuples(index=False)]
-    reaches = np.ones(len(idx), dtype=bool)
-    reaches[members["member"].to_numpy()] = members["direct"].to_numpy()
-    guarded = anchor_guard(found.labels, reaches)
-    position = {int(c): p for p, c in enumerate(idx)}
-    trade = []
-    for name in [n for n, _ in RECALL_SETS] + list(RAIL_SETS):
-        f = frames[name]
-        both = [(position[a], position[b]) for a, b in zip(f["a"], f["b"]) if a in position and b in position and a != b]
-        if both:
-            x, y = np.array(both).T
-            trade.append([name, len(both), int((found.labels[x] == found.labels[y]).sum()),
-                          int((guarded[x] == guarded[y]).sum())])
-    recall_names = {n for n, _ in RECALL_SETS}
-    kept = sum(row[2] for row in trade if row[0] in recall_names)
-    kept_guarded = sum(row[3] for row in trade if row[0] in recall_names)
-    railed = sum(row[2] for row in trade if row[0] not in recall_names)
-    railed_guarded = sum(row[3] for row in trade if row[0] not in recall_names)
-    return (
-        "## 7. Chaining\n\n"
-        f"Every distinct text of the sets with ≥ {SKETCH.min_chars} characters ({len(idx):,}: articles, "
-        "pages in both modes, PAN-13 documents, near and edited copies), every pair the job's rule "
-        f"merges among them ({len(i):,} pairs: within {K} bits, or a 25 × 5 LSH candidate with "
-        f"estimated Jaccard ≥ {SKETCH.jaccard} and ≤ {SKETCH.max_distance} bits; brute force), and "
-        f"the connected components they form ({len(diameters):,} clusters of 2 or more, the largest "
-        f"{int(diameters['size'].max()) if len(diameters) else 0}). Diameter: the largest Hamming distance "
-        f"and the smallest exact token {SKETCH.shingle}-shingle Jaccard between any two members. To the "
-        "anchor: each other member's exact Jaccard and Hamming distance with the cluster's kept "
-        f"member (smallest corpus index); `far`: members sharing < {FAR} with it; `not merged with "
-        "the anchor`: members in the cluster only through a chain.\n\n"
-        + md_table(["cluster size", "clusters", "texts", "max Hamming in a cluster",
-                    "min Jaccard in a cluster: median / min", "Jaccard to anchor: median / min",
-                    "max Hamming to anchor", "far from anchor", "not merged with the anchor"], rows)
-        + "\n\nThe far members, by what the anchor and the member are:\n\n"
-        + (md_table(["anchor", "member", "Jaccard to anchor", "Hamming to anchor", "merged with anchor"], far_rows)
-           if far_rows else "None.")
-        + "\n\nThe anchor guard (a member stays only when the job's rule merges it with the anchor "
-        "itself; any other becomes its own cluster): pairs of each set that end in one cluster, "
-        "without and with it (recall sets: want all; rails: want none).\n\n"
-        + md_table(["set", "pairs of long texts", "same cluster", "same cluster, anchor guard"], trade)
-        + f"\n\n**Does chaining bite?** {mixed} of the {len(diameters):,} clusters hold texts derived "
-        f"from more than one distinct article text; {len(far_members)} of {len(members):,} non-anchor members share "
-        f"< {FAR} Jaccard with their cluster's anchor, and {railed} must-not-merge pairs end in one "
-        f"cluster without the guard ({railed_guarded} with it). The guard keeps {kept_guarded:,} of "
-        f"the {kept:,} recall-set pairs that end in one cluster without it ({kept - kept_guarded:,} "
-        "lost). "
-        + ("So chaining does not bite on these sets: every cluster is one article's family (its "
-           "pages, copies and edits; the far members above are such relatives), and the guard "
-           "would cost recall without keeping any must-not-merge pair apart."
-           if mixed == 0 and railed == 0 else
-           "Chaining bites on these sets: see the mixed clusters and rail pairs above, against "
-           "the guard's recall cost.")
         + "\n"
     )
 

@@ -1,4 +1,4 @@
-"""bench/recall_routes.py and bench/route_pairs.py: every all-pairs helper against brute force
+"""bench/recall_routes.py and its modules (route_pairs, route_sets, route_chains): every all-pairs helper against brute force
 or the library's own definition, the rules against hand-made pairs, the --quick run end to end."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import recall_routes, route_pairs
+from bench import recall_routes, route_chains, route_pairs, route_sets
 from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.fingerprint import fingerprints, hamming
 from simhash_udf.core.sketch import bands_agree
@@ -123,25 +123,27 @@ def test_simhash_rule_merges_as_the_job_does():
     n_features = np.array([10, 10, 10, 10, 10])
     frame = pd.DataFrame({"a": [0, 1, 0, 1, 0], "b": [0, 2, 3, 4, 2],
                           "exact": [True, False, False, False, False]})
-    merged = recall_routes.simhash_rule(frame, values, n_features, texts)
+    merged = route_sets.simhash_rule(frame, values, n_features, texts)
     # exact copy; similar short texts at 0 bits; long pair at 3 bits; dissimilar short texts
     # at 0 bits (the short-text policy's Jaccard says no); a long and a short text at 0 bits
     # that share nothing (the shorter is below 300 characters: checked, refused)
     assert merged.tolist() == [True, True, True, False, False]
     values[3] = 0b1111  # 4 bits: beyond k
-    assert recall_routes.simhash_rule(frame, values, n_features, texts)[2] == np.False_
-    no_features = recall_routes.simhash_rule(frame, values, np.array([10, 3, 10, 10, 10]), texts)
+    assert route_sets.simhash_rule(frame, values, n_features, texts)[2] == np.False_
+    no_features = route_sets.simhash_rule(frame, values, np.array([10, 3, 10, 10, 10]), texts)
     assert no_features.tolist() == [True, False, False, False, False]
 
 
 def test_summarise_counts_recall_shares_and_rail_merges():
-    merged = {name: np.array([True, False, False, True]) for name, _ in recall_routes.RECALL_SETS}
+    merged = {name: np.array([True, False, False, True]) for name, _ in route_sets.RECALL_SETS}
     merged["page_article_all"] = np.array([False, False])
-    merged.update({name: np.array([False, True, True]) for name in recall_routes.RAIL_SETS})
-    r = recall_routes.summarise(merged)
+    merged["regional"] = np.array([True, True, True])
+    merged.update({name: np.array([False, True, True]) for name in route_sets.RAIL_SETS})
+    r = route_sets.summarise(merged)
     assert r["near1"] == 0.5 and r["page_article_all"] == 0.0 and r["pan13"] == 2
-    assert not recall_routes.rails_hold(r)
-    assert recall_routes.mean_recall(r) == 0.5
+    assert r["regional"] == 1.0  # shown, not in the mean
+    assert not route_sets.rails_hold(r)
+    assert route_sets.mean_recall(r) == 0.5
 
 
 @pytest.mark.slow
@@ -167,7 +169,7 @@ def test_clusters_of_measures_diameters_and_anchor_distances_by_brute_force():
     sets = [set(rng.sample(range(30), rng.randint(1, 20))) for _ in range(n)]
     edges = [(x, y) for x, y in itertools.combinations(range(n), 2) if rng.random() < 0.04]
     first, second = np.array(edges).T
-    found = recall_routes.clusters_of(first, second, fps, lambda node: sets[node])
+    found = route_chains.clusters_of(first, second, fps, lambda node: sets[node])
     labels = found.labels
     groups = {}
     for node in range(n):
@@ -187,7 +189,7 @@ def test_clusters_of_measures_diameters_and_anchor_distances_by_brute_force():
 
 
 def test_size_buckets():
-    assert [recall_routes.size_bucket(s) for s in (2, 3, 4, 5, 9, 10, 500)] == [
+    assert [route_chains.size_bucket(s) for s in (2, 3, 4, 5, 9, 10, 500)] == [
         "2", "3-4", "3-4", "5-9", "5-9", "10+", "10+"]
 
 
@@ -197,12 +199,15 @@ def test_lsh_cost_ratio_adds_the_rows_to_the_k3_join():
     assert recall_routes.lsh_cost_ratio(25, 10**9) == pytest.approx(1 + 25e9 / base.cost)
 
 
-def test_text_families_follow_the_article_text():
+def test_text_families_are_the_components_of_derivation_pairs():
     frame = lambda a, b: pd.DataFrame({"a": a, "b": b})  # noqa: E731
     frames = {"page_article": frame([10, 11], [1, 1]), "page_article_all": frame([12, 13], [1, 2])}
     frames.update({f"near{r}": frame([1, 2], [20 + r, 30 + r]) for r in (1, 3, 5)})
-    frames.update({edit: frame([2], [40 + i]) for i, edit in enumerate(recall_routes.EDITS)})
-    families = recall_routes.text_families(frames)
-    # two pages of one article text (10, 11) are one family; page 13 carries article 2
-    assert {t: families[t] for t in (10, 11, 12, 1, 21, 23, 25)} == dict.fromkeys((10, 11, 12, 1, 21, 23, 25), 1)
-    assert {t: families[t] for t in (13, 2, 31, 33, 35, 40, 41, 42)} == dict.fromkeys((13, 2, 31, 33, 35, 40, 41, 42), 2)
+    frames.update({edit: frame([2], [40 + i]) for i, edit in enumerate(route_chains.EDITS)})
+    frames["regional"] = frame([50, 51, 60], [51, 50, 61])  # a reprint and its way back
+    families = route_chains.text_families(frames)
+    groups = [(10, 11, 12, 1, 21, 23, 25), (13, 2, 31, 33, 35, 40, 41, 42), (50, 51), (60, 61)]
+    for group in groups:
+        assert len({families[t] for t in group}) == 1, group
+    assert len({families[g[0]] for g in groups}) == len(groups)
+    assert 99 not in families
