@@ -136,14 +136,17 @@ def new_entries(
     sources: DataFrame,
     indexed_fps: DataFrame,
     run_id: str,
+    sketches: DataFrame | None,
 ) -> DataFrame:
     """The rows this batch adds to the index (see `index/store.ENTRY_SCHEMA_DOC`).
 
     clustered: `assign_with_index`'s result. fingerprinted: `id`, `exact_key`. sources:
     `id`, `url`, `fetch_time`. indexed_fps: `fingerprint` of batch fingerprints already in
-    the index (left out). One entry per new distinct fingerprint, carried by the cluster's
-    kept document when it has that fingerprint, else by the smallest id; one per new
-    too-short text (its kept document).
+    the index (left out). sketches: `fingerprint`, `sketch` of the batch's sketch nodes
+    (`sketch_join.sketch_nodes`; None when the run makes no sketches). One entry per new
+    distinct fingerprint, carried by the cluster's kept document when it has that
+    fingerprint, else by the smallest id, with its node's sketch (null without one); one per
+    new too-short text (its kept document).
     """
     docs = clustered.where(F.col("status") != clusters.SKIPPED).join(
         fingerprinted.select("id", "exact_key"), "id"
@@ -162,8 +165,12 @@ def new_entries(
     )
     by_fp = fresh.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
     short_kept = with_cluster.where(F.col("fingerprint").isNull() & (F.col("status") == clusters.KEPT))
-    rows = by_fp.unionByName(short_kept)
-    return rows.join(sources, "id", "left").select(
+    rows = by_fp.unionByName(short_kept).join(sources, "id", "left")
+    if sketches is not None:
+        rows = rows.join(sketches.select("fingerprint", "sketch"), "fingerprint", "left")
+    else:
+        rows = rows.withColumn("sketch", F.lit(None).cast("binary"))
+    return rows.select(
         "id",
         "fingerprint",
         "exact_key",
@@ -175,4 +182,5 @@ def new_entries(
         F.coalesce("cluster_fingerprint", "_kfp").alias("cluster_fingerprint"),
         F.coalesce("cluster_exact_key", "_kkey").alias("cluster_exact_key"),
         F.coalesce("cluster_run_id", F.lit(run_id)).alias("cluster_run_id"),
+        "sketch",
     )

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from simhash_udf.core.config import DedupeConfig
-from simhash_udf.index import assign, lookup
+from simhash_udf.index import assign, lookup, sketch_lookup
 from simhash_udf.index.session import IndexSession, indexed_fingerprints
 from simhash_udf.index.store import IndexCorruptError, IndexError_
 from simhash_udf.stages import clusters, join
@@ -111,6 +111,27 @@ def find_against_index(
         "verify", join.join_pairs(joined, summarised=stats["self_join_summarised_runs"] > 0)
     )
     near_index = matches.where("distance > 0")
+    session.stats["pairs_with_indexed"] = near_index.count()
+    sketches = None
+    if texts is not None and config.sketch.jaccard is not None:
+        # The sketch route within the batch and against the indexed sketches: its pairs join
+        # the edges, the matches and pairs/ exactly like the lookup's (`index.sketch_lookup`).
+        indexed = sketch_lookup.indexed_nodes(entries) if entries is not None else None
+        route = sketch_lookup.take_sketch_route(
+            sketch_lookup.batch_nodes(texts, marked.where(active), indexed, indexed_fps),
+            batch_pairs, near_index, new_fps, indexed, config.sketch, config.k, stages,
+            lambda name, frame: _stage(session, stages, name, frame),
+        )
+        stats["sketch"] = route.stats
+        log.info(
+            "sketch route: %d sketches, %d pairs beyond k within the batch, %d with indexed fingerprints",
+            route.stats["nodes"], route.stats["pairs_beyond_k"], route.stats["pairs_with_indexed_beyond_k"],
+        )
+        sketches, batch_pairs, near_index = route.nodes, route.batch_pairs, route.index_pairs
+        matches = matches.unionByName(near_index.select("fp_new", "fp_old", "distance"))
+    else:
+        no_jaccard = F.lit(None).cast("double").alias("jaccard")
+        batch_pairs, near_index = batch_pairs.select("*", no_jaccard), near_index.select("*", no_jaccard)
     edges = batch_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")).unionByName(
         near_index.select(F.col("fp_new").alias("src"), F.col("fp_old").alias("dst"))
     )
@@ -159,10 +180,12 @@ def find_against_index(
         new_side, (F.col("fp_a") == F.col("_new")) | (F.col("fp_b") == F.col("_new")), "left_semi"
     )
     fresh_index_pairs = near_index.join(new_side, F.col("fp_new") == F.col("_new"), "left_semi").select(
-        F.least("fp_new", "fp_old").alias("fp_a"), F.greatest("fp_new", "fp_old").alias("fp_b"), "distance"
+        F.least("fp_new", "fp_old").alias("fp_a"), F.greatest("fp_new", "fp_old").alias("fp_b"), "distance", "jaccard"
     )
+    # A new fingerprint's pair with one the batch and the index both hold is found by the
+    # batch's joins and by the lookup (or the sketch route against the index) alike.
     fingerprint_pairs = _stage(
-        session, stages, "index_pairs", fresh_batch_pairs.unionByName(fresh_index_pairs)
+        session, stages, "index_pairs", fresh_batch_pairs.unionByName(fresh_index_pairs).dropDuplicates(["fp_a", "fp_b"])
     )
     names = marked.where(active).join(new_fps, "fingerprint").select("id", "fingerprint")
     if entries is not None:
@@ -177,7 +200,6 @@ def find_against_index(
     session.stats.update(
         {
             "batch_fingerprints_already_indexed": indexed_fps.count(),
-            "pairs_with_indexed": near_index.count(),
             "documents_joining_indexed_clusters": clustered_full.where(
                 F.col("cluster_run_id").isNotNull()
             ).count(),
@@ -188,7 +210,7 @@ def find_against_index(
         _optional(docs, session.options.url_col).alias("url"),
         _optional(docs, session.options.fetch_time_col).alias("fetch_time"),
     )
-    added = assign.new_entries(clustered_full, marked, sources, indexed_fps, session.run_id)
+    added = assign.new_entries(clustered_full, marked, sources, indexed_fps, session.run_id, sketches)
     with stages.timed("index_write"):
         session.write_segment(added, plan)
     return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)

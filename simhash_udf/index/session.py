@@ -39,7 +39,19 @@ def fingerprint_settings(config: DedupeConfig) -> dict[str, Any]:
     # (an HTML index made then holds `all` fingerprints, and is refused for `main`, rightly).
     settings["extract"] = config.extract if config.html else None
     settings["given_fingerprints"] = config.fingerprint_col is not None
+    settings["sketch"] = sketch_settings(config)
     return settings
+
+
+def sketch_settings(config: DedupeConfig) -> dict[str, Any] | None:
+    """What makes two runs' MinHash sketches comparable (the entries store them), or None for
+    a run that makes none (--sketch none, or given fingerprints). The tokenizer the shingles
+    are made of is a fingerprint setting already; `jaccard` and `max_distance` decide on
+    pairs, nothing stored depends on them, so they may change from run to run."""
+    if config.fingerprint_col is not None or config.sketch.jaccard is None:
+        return None
+    s = config.sketch
+    return {"size": s.size, "shingle": s.shingle, "bands": s.bands, "rows": s.rows, "min_chars": s.min_chars}
 
 
 def indexed_fingerprints(manifest: Manifest) -> int:
@@ -130,6 +142,11 @@ class IndexSession:
                 log.info("index %s: run %r is rerun; its entries will be replaced", store.root, run_id)
             if replacing is not None and replacing.input_digest != digest:
                 log.warning("run %r is rerun on a different input listing than the first time", run_id)
+            if base.fingerprint.get("sketch") is None and settings["sketch"] is not None:
+                # An index without sketches (from before they existed, or built with --sketch
+                # none) records this run's settings: its older entries have none, its new ones will.
+                base = dataclasses.replace(base, fingerprint={**base.fingerprint, "sketch": settings["sketch"]})
+                log.info("index %s: holds no sketches yet; this run's entries carry them", store.root)
         store.check_files(base)
         leftovers = store.unreferenced(latest)
         if leftovers:
@@ -238,10 +255,36 @@ def _check_settings(store: IndexStore, manifest: Manifest, config: DedupeConfig,
             "change it (leave --blocks out)"
         )
     stored = {**LEGACY_SETTINGS, **manifest.fingerprint}
-    differing = sorted(k for k in settings if stored.get(k) != settings[k])
+    differing = sorted(k for k in settings if k != "sketch" and stored.get(k) != settings[k])
     if differing:
         shown = ", ".join(f"{k}: index {stored.get(k)!r}, run {settings[k]!r}" for k in differing)
         raise IndexError_(
             f"the index {store.root} holds fingerprints made with other settings ({shown}); "
             "fingerprints are only comparable with the same settings"
         )
+    _check_sketch_settings(store, stored.get("sketch"), settings["sketch"])
+
+
+def _check_sketch_settings(store: IndexStore, stored: dict[str, Any] | None, run: dict[str, Any] | None) -> None:
+    """Refuse a run whose sketches would not compare with the index's. An index without
+    sketches (None: from before they existed, or built with --sketch none) takes any."""
+    if stored is None:
+        return
+    if run is None:
+        raise IndexError_(
+            f"the index {store.root} stores MinHash sketches ({_shown(stored)}); this run makes none "
+            "(--sketch none): its entries would lack them and later runs would miss their pairs "
+            "beyond k. Keep --sketch on (any Jaccard threshold) with this index"
+        )
+    differing = sorted(k for k in stored if stored[k] != run.get(k))
+    if differing:
+        shown = ", ".join(f"sketch {k}: index {stored[k]!r}, run {run.get(k)!r}" for k in differing)
+        raise IndexError_(
+            f"the index {store.root} holds sketches made with other settings ({shown}); sketches "
+            "are only comparable with the same settings (--sketch's threshold and "
+            "--sketch-max-distance may change)"
+        )
+
+
+def _shown(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()))

@@ -60,7 +60,10 @@ ENTRY_SCHEMA_DOC = """entries/ columns: id (the input's id type), fingerprint (l
 too-short text), exact_key (binary SHA-256 of the normalised text; null for given fingerprints),
 url (string), fetch_time (string), run_id (string), status (kept, exact_duplicate,
 near_duplicate), cluster_id (id of the cluster's kept document), cluster_fingerprint (long),
-cluster_exact_key (binary), cluster_run_id (string: the run that created the cluster)."""
+cluster_exact_key (binary), cluster_run_id (string: the run that created the cluster), sketch
+(binary MinHash sketch of the fingerprint's node, `core.sketch`; null for a text without one,
+and in segments written before sketches existed, which lack the column: `IndexStore.read`
+reads it as null)."""
 
 
 class IndexError_(inputs.InputError):
@@ -75,13 +78,7 @@ class IndexConflictError(outputs.OutputError):
     """Another run published a new version of the index while this one was running."""
 
 
-
-
 log = logging.getLogger("simhash_udf")
-
-
-
-
 
 
 def safe_name(run_id: str) -> str:
@@ -342,13 +339,20 @@ class IndexStore:
 
     # -- data ----------------------------------------------------------------------------
     def read(self, manifest: Manifest, part: str) -> DataFrame | None:
-        """`entries` or `keys` of every segment of a version, or None when it has none."""
+        """`entries` or `keys` of every segment of a version, or None when it has none.
+        Entries always have `sketch` (null where a segment predates it)."""
         folders = [self.path(f"{s.folder}/{part}") for s in manifest.segments]
         if not folders:
             return None
-        return _read_parquet(self.spark, folders)
-
-
+        frames = [self.spark.read.parquet(folder) for folder in folders]
+        if part == "entries":
+            frames = [f if "sketch" in f.columns else f.withColumn("sketch", F.lit(None).cast("binary")) for f in frames]
+        # keys/ is partitioned by table: each folder is read with itself as its base path, so
+        # the `table` column comes from the partition folders of every segment.
+        result = frames[0]
+        for frame in frames[1:]:
+            result = result.unionByName(frame)
+        return result
 
 
 def _fsync_path(path: str) -> None:
@@ -382,13 +386,3 @@ def write_segment(store: IndexStore, folder: str, entries: DataFrame, plan: band
     )
     written = stored.count()
     return written, fingerprints.count() * plan.n_tables
-
-
-def _read_parquet(spark: SparkSession, folders: list[str]) -> DataFrame:
-    # keys/ is partitioned by table: read each folder with itself as its base path, so the
-    # `table` column comes from the partition folders of every segment.
-    frames = [spark.read.parquet(folder) for folder in folders]
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result

@@ -141,10 +141,12 @@ def _with_index_stages(stages: list[tuple[str, str]], existing: bool) -> list[tu
         if name == "distinct_fingerprints":
             out.append(("index_ids", "documents whose id the index already holds are skipped (id_in_index)"))
         out.append((name, what))
-        if name == "sketch_verify" and existing:
+        if name == "jaccard" and existing:
             out += [
-                ("index_sketch_candidates", "band rows of the indexed sketches (computed each run); new batch "
-                 "nodes sharing a (band, key) with indexed ones; hot buckets paired star-wise"),
+                ("index_sketch_candidates", (
+                    "band rows of the indexed sketches (computed each run); new batch nodes sharing a "
+                    "(band, key) with indexed ones; hot buckets paired star-wise"
+                )),
                 ("index_sketch_verify", "keep those reaching --sketch's Jaccard within --sketch-max-distance bits"),
             ]
         if name == "distinct_fingerprints":

@@ -1,0 +1,174 @@
+"""The sketch route of a run against the index: within the batch, and between the batch and
+the index.
+
+A self-join run pairs fingerprints 4-12 bits apart through their MinHash sketches
+(`simhash_udf.stages.sketch_join`); a run against the index must find the same pairs across
+days, so the index's entries keep their node's sketch (`index/assign.new_entries`) and each
+run takes the route twice, with the same verification (estimated Jaccard >= `jaccard`,
+Hamming distance <= `max_distance`):
+
+- within the batch: `sketch_join` over the batch's nodes, as without an index;
+- batch against index: the band rows of the batch's *new* nodes (fingerprints the index does
+  not hold) are joined by (band, key) with band rows computed, on each run, from the sketches
+  the index stores (`index_candidates`). A bucket with more than `hot_size` indexed nodes is
+  not expanded: each batch node in it is paired with the bucket's smallest indexed
+  fingerprint only, as the self-join pairs a hot bucket star-wise.
+
+A fingerprint both in the batch and in the index is one node with the index's sketch, so a
+node has one sketch over the index's life (the first run's). DataFrame transforms only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from simhash_udf.core.config import SketchConfig
+from simhash_udf.stages import sketch_join
+from simhash_udf.stages.scratch import Stages
+
+
+@dataclass
+class SketchRoute:
+    """What the sketch route adds to a run against the index.
+
+    nodes: `fingerprint`, `sketch` of the batch's nodes (what its new entries store).
+    batch_pairs: `fp_a` < `fp_b`, `distance`, `jaccard`: the band join's pairs within the batch
+        with their estimate, and the sketch route's pairs within the batch beyond them.
+    index_pairs: `fp_new` (batch), `fp_old` (indexed), `distance`, `jaccard`: the lookup's
+        pairs within k (distance > 0) with their estimate, and the sketch route's pairs between
+        new batch nodes and indexed ones beyond them.
+    stats: report.json's `sketch` counts (`nodes`, `candidate_pairs`, `pairs`,
+        `pairs_beyond_k`, `hot_buckets` as without an index, for the batch;
+        `indexed_candidate_pairs`, `pairs_with_indexed`, `pairs_with_indexed_beyond_k`,
+        `hot_indexed_buckets` for the batch against the index).
+    """
+
+    nodes: DataFrame
+    batch_pairs: DataFrame
+    index_pairs: DataFrame
+    stats: dict[str, Any]
+
+
+def indexed_nodes(entries: DataFrame) -> DataFrame:
+    """`fingerprint`, `sketch` of the entries that have both (one entry per fingerprint)."""
+    return entries.where(F.col("fingerprint").isNotNull() & F.col("sketch").isNotNull()).select(
+        "fingerprint", "sketch"
+    )
+
+
+def batch_nodes(texts: DataFrame, active: DataFrame, indexed: DataFrame | None, indexed_fps: DataFrame) -> DataFrame:
+    """`fingerprint`, `sketch`: one node per distinct fingerprint of the batch's active documents.
+
+    texts: `exact_key`, `fingerprint`, `sketch`; active: `exact_key` of the documents the run
+    matches (ids the index holds are left out); indexed: `indexed_nodes` (None for an index
+    without entries); indexed_fps: `fingerprint` of the batch's fingerprints the index holds,
+    which keep the index's sketch when it has one.
+    """
+    nodes = sketch_join.sketch_nodes(texts.join(active.select("exact_key").distinct(), "exact_key", "left_semi"))
+    if indexed is None:
+        return nodes
+    held = indexed.join(indexed_fps, "fingerprint", "left_semi").select(
+        "fingerprint", F.col("sketch").alias("_indexed")
+    )
+    return nodes.join(held, "fingerprint", "left").select(
+        "fingerprint", F.coalesce("_indexed", "sketch").alias("sketch")
+    )
+
+
+def index_candidates(
+    new_rows: DataFrame, indexed_rows: DataFrame, hot_size: int = sketch_join.HOT_BUCKET_SIZE
+) -> tuple[DataFrame, DataFrame]:
+    """(candidates, hot buckets) between the batch's and the index's band rows (`band_rows`).
+
+    candidates: `fp_a` (batch), `fp_b` (indexed), each pair once: every pair sharing a
+    (band, key) bucket of at most `hot_size` indexed nodes, and every batch node of a larger
+    bucket paired with the bucket's smallest indexed fingerprint.
+    hot buckets: `band`, `key`, `size` (indexed nodes), `anchor` of the buckets paired star-wise.
+    Only the index's rows whose bucket the batch has are grouped (a semi-join first).
+    """
+    met = indexed_rows.join(new_rows.select("band", "key").distinct(), ["band", "key"], "left_semi")
+    buckets = met.groupBy("band", "key").agg(F.count(F.lit(1)).alias("size"), F.min("fingerprint").alias("anchor"))
+    hot = buckets.where(F.col("size") > hot_size)
+    batch = new_rows.select("band", "key", F.col("fingerprint").alias("fp_a"))
+    ordinary = batch.join(
+        met.join(buckets.where(F.col("size") <= hot_size).select("band", "key"), ["band", "key"], "left_semi")
+        .select("band", "key", F.col("fingerprint").alias("fp_b")),
+        ["band", "key"],
+    ).select("fp_a", "fp_b")
+    star = batch.join(hot.select("band", "key", F.col("anchor").alias("fp_b")), ["band", "key"]).select("fp_a", "fp_b")
+    return ordinary.unionByName(star).distinct(), hot
+
+
+def take_sketch_route(
+    nodes: DataFrame,
+    batch_pairs: DataFrame,
+    near_index: DataFrame,
+    new_fps: DataFrame,
+    indexed: DataFrame | None,
+    config: SketchConfig,
+    k: int,
+    stages: Stages,
+    materialise: Callable[[str, DataFrame], DataFrame],
+) -> SketchRoute:
+    """The sketch route of a run against the index (module docstring).
+
+    nodes: `batch_nodes`; batch_pairs: `fp_a`, `fp_b`, `distance` (the batch's band join);
+    near_index: `fp_new`, `fp_old`, `distance` (the lookup's matches at distance > 0);
+    new_fps: `fingerprint` of the batch's fingerprints the index does not hold; indexed:
+    `indexed_nodes` (None for an index without entries); k: the band join's (pairs beyond
+    it are the route's additions, counted). materialise(stage, frame) stores a
+    stage result (the finder's, which names an unreadable index file).
+    """
+    nodes = materialise("sketch_nodes", nodes)
+    candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config))
+    candidates = materialise("sketch_candidates", candidates)
+    found = materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config))
+    beyond = found.join(batch_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
+    # Materialised once for the components and pairs/, as in the self-join (stage `jaccard`).
+    within = materialise("jaccard", sketch_join.with_jaccard(batch_pairs, nodes).unionByName(beyond))
+
+    lookup = near_index.select(F.col("fp_new").alias("fp_a"), F.col("fp_old").alias("fp_b"), "distance")
+    stats: dict[str, Any] = dict.fromkeys(
+        ("indexed_candidate_pairs", "pairs_with_indexed", "pairs_with_indexed_beyond_k", "hot_indexed_buckets"), 0
+    )
+    if indexed is None:
+        index_pairs = sketch_join.with_jaccard(lookup, nodes)
+    else:
+        new_nodes = nodes.join(new_fps, "fingerprint", "left_semi")
+        cross, hot_cross = index_candidates(
+            sketch_join.band_rows(new_nodes, config), sketch_join.band_rows(indexed, config)
+        )
+        cross = materialise("index_sketch_candidates", cross)
+        # Only the indexed nodes a pair names are joined for their sketches (the index's
+        # sketches are scanned once for the band rows, never shuffled whole).
+        named = cross.select(F.col("fp_b").alias("fingerprint")).unionByName(
+            lookup.select(F.col("fp_b").alias("fingerprint"))
+        )
+        pair_nodes = new_nodes.unionByName(indexed.join(named, "fingerprint", "left_semi"))
+        found_index = materialise("index_sketch_verify", sketch_join.sketch_pairs(cross, pair_nodes, config))
+        beyond_index = found_index.join(lookup.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
+        index_pairs = sketch_join.with_jaccard(lookup, pair_nodes).unionByName(beyond_index)
+        with stages.timed("index_sketch_verify"):
+            stats.update(
+                indexed_candidate_pairs=stages.rows["index_sketch_candidates"],
+                pairs_with_indexed=stages.rows["index_sketch_verify"],
+                pairs_with_indexed_beyond_k=beyond_index.count(),
+                hot_indexed_buckets=hot_cross.count(),
+            )
+    with stages.timed("jaccard"):
+        stats.update(
+            nodes=stages.rows["sketch_nodes"],
+            candidate_pairs=stages.rows["sketch_candidates"],
+            pairs=stages.rows["sketch_verify"],
+            pairs_beyond_k=within.where(F.col("distance") > F.lit(k)).count(),
+            hot_buckets=hot.count(),
+        )
+    renamed = index_pairs.select(
+        F.col("fp_a").alias("fp_new"), F.col("fp_b").alias("fp_old"), "distance", "jaccard"
+    )
+    return SketchRoute(nodes, within, renamed, stats)
