@@ -83,8 +83,9 @@ def _cell(value: float, is_count: bool, digits: int) -> str:
     return str(int(value)) if is_count else pct(value, digits)
 
 
-def targets_section(names: Sequence[str], rows: Sequence[Target]) -> str:
-    """The markdown section: each target, its size, its goal, each method's figure, met or not."""
+def targets_section(names: Sequence[str], rows: Sequence[Target], margin_note: str = "") -> str:
+    """The markdown section: each target, its size, its goal, each method's figure, met or not;
+    `margin_note`: a sentence on the rails one step looser (see the defaults section)."""
     table = []
     for t in rows:
         digits = 2 if "non-duplicates" in t.label else 1
@@ -99,7 +100,8 @@ def targets_section(names: Sequence[str], rows: Sequence[Target]) -> str:
     return (
         "## Targets (issue 13)\n\n"
         f"Each target, the set it is measured on, and the figures of **{' / '.join(names)}** "
-        "in this run; *met* judges the first (the job's defaults). " + summary + "\n\n"
+        "in this run; *met* judges the first (the job's defaults). " + summary
+        + (" " + margin_note if margin_note else "") + "\n\n"
         + md_table(["target", "set", "goal", " / ".join(names), "ours: met?"], table)
         + "\n"
     )

@@ -78,7 +78,7 @@ class VerifyConfig:
     """
 
     # The lowest threshold that keeps every sentence-pair dataset's non-duplicates merged under 1%
-    # on its own, also at k + 1 (LCQMC: 0.5 merges 1.24%, 0.6 1.12% at k + 1; docs/defaults.md).
+    # on its own, also at k + 1 (LCQMC: 0.5 merges 1.21%, 0.6 1.05% at k + 1, 0.65 0.63%; docs/quality.md).
     threshold: float | None = 0.65
     below_chars: int | None = 300
     shingle: int = 2
