@@ -23,8 +23,12 @@ cut, `pipeline_throughput.near_copy`), sizes in MB of text (UTF-8, copies includ
 - English HTML (`--html`, the default `--extract main`): the Python manual's pages in a
   seeded order (47 MB; no repetition needed).
 Runs: every repeat runs each (language, size) with base then head, one after another
-(`runners.interleaved`), after one warm-up run of each commit on the smallest input. Figures:
-medians of the repeats; each run's report.json `stage_seconds`, and the head's `sketch`.
+(`runners.interleaved`), after one warm-up run of each commit on the smallest input's first 20
+documents. Figures (bench/cost_document.py renders them): medians of the repeats of the wall
+seconds and of the CPU seconds of the job's process tree, each run's report.json
+`stage_seconds` and the head's `sketch`; then the Chinese text steps alone (`TEXT_STAGES`:
+normalise, fingerprints, signatures) in one process per commit. The JSON (--json) is rewritten
+after every run, so a stopped benchmark keeps its runs (`--from-json` renders them).
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,6 +53,7 @@ from bench.machine import cpu_model, load_average
 from bench.pipeline_throughput import COPY_EVERY, near_copy
 from bench.runners import CACHE as BENCH_CACHE
 from bench.runners import ROOT, Runs, interleaved, log
+from bench.runners import _children_map as children_map
 
 CACHE = BENCH_CACHE / "commit-cost"
 TREES = ROOT / "build" / "commit-cost"
@@ -226,6 +231,46 @@ def check_imports(tree: Tree) -> dict[str, str]:
     return found
 
 
+class TreeCpu:
+    """CPU seconds (user + system) of a process and its descendants (the job's Python, its JVM,
+    the JVM's Python workers), sampled from /proc (Linux) every `interval` seconds: per process
+    the last value seen, summed. The JVM is never reaped by the job's Python, so the rusage of
+    children does not see it; what a process spends in its last interval is missed alike on
+    both commits."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self.pid, self.interval = pid, interval
+        self.ticks: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def seconds(self) -> float:
+        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            children, todo = children_map(), [self.pid]
+            while todo:
+                pid = todo.pop()
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                # utime and stime: fields 14 and 15 of stat, 11 and 12 after the command's `)`.
+                self.ticks[pid] = max(self.ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
+                todo.extend(children.get(pid, []))
+            self._stop.wait(self.interval)
+
+
 def text_stage_seconds(tree: Tree, item: Input) -> dict[str, float]:
     """`TEXT_STAGES` in `tree` on one input: CPU seconds of normalise, fingerprints and (where
     the commit has it) signatures."""
@@ -240,20 +285,19 @@ def run_job(tree: Tree, item: Input, output: Path) -> dict:
     command = [sys.executable, "jobs/dedupe.py", "--input", str(item.path), "--format", "json",
                "--output", str(output), "--overwrite", "--master", MASTER, "--log-level", "WARNING",
                *(["--html"] if item.html else [])]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run(command, cwd=tree.path, env=tree_env(tree), capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    process = subprocess.Popen(command, cwd=tree.path, env=tree_env(tree), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    with TreeCpu(process.pid) as cpu:
+        stdout, stderr = process.communicate()
     try:
-        if result.returncode != 0:
-            raise RuntimeError(f"exit {result.returncode}: {(result.stderr or result.stdout)[-1500:]}")
+        if process.returncode != 0:
+            raise RuntimeError(f"exit {process.returncode}: {(stderr or stdout)[-1500:]}")
         report = json.loads((output / "report.json").read_text())
     finally:
         shutil.rmtree(output, ignore_errors=True)
     counts = report["counts"]
     return {
-        # CPU seconds of the job's process tree (the JVM and its Python workers are reaped
-        # by their parents): what the machine's load disturbs least.
-        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "cpu_s": cpu.seconds(),
         "stage_seconds": report.get("stage_seconds", {}),
         "total_seconds": report.get("total_seconds"),
         "counts": {k: counts[k] for k in ("documents", "kept", "exact_duplicates", "near_duplicates") if k in counts},

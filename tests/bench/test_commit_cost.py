@@ -91,6 +91,17 @@ def test_first_rows_of_mb_takes_every_text_when_they_are_too_few():
     assert [r["text"] for r in rows if not r["id"].endswith("-copy")] == texts
 
 
+def test_tree_cpu_counts_the_cpu_of_children_and_grandchildren():
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < {}: pass"
+    script = (f"{sys.executable} -c '{burn.format(0.8)}' & {sys.executable} -c '{burn.format(0.5)}'; "
+              "wait; sleep 0.3")
+    process = subprocess.Popen(["bash", "-c", script])
+    with commit_cost.TreeCpu(process.pid) as cpu:
+        process.wait()
+    # 1.3 s burnt by two grandchildren; Python's start-up adds a little, the last interval loses a little.
+    assert 1.1 <= cpu.seconds() <= 2.0
+
+
 @pytest.mark.slow
 def test_a_quick_run_measures_both_commits_each_with_its_own_code(tmp_path: Path):
     out_json, out_md = tmp_path / "cost.json", tmp_path / "cost.md"
@@ -114,6 +125,7 @@ def test_a_quick_run_measures_both_commits_each_with_its_own_code(tmp_path: Path
         assert job["counts"]["documents"] == documents[(run["language"], run["size"])]
         # The sketch route came with issue 13: the base commit's report has no such section.
         assert (job["sketch"] is not None) == (run["commit"] == "head")
+        assert job["cpu_s"] > 5  # a JVM and Spark's start-up alone take more: the tree was counted
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=commit_cost.ROOT, capture_output=True,
                                text=True).stdout
     assert "commit-cost" not in worktrees
