@@ -17,7 +17,9 @@ fixed point, `normalise.to_canonical_chinese`) and per variant: the share of pai
 exact duplicates after normalisation, the share within k of the default fingerprint, the share
 the whole merge rule takes (exact, or within k, or the sketch route of `SketchConfig`), and the
 median Hamming distance; then the cost (MB/s of `normalise` alone and followed by `fingerprints`,
-on the Chinese sources and on English aeb articles, old chain vs new, same run, medians of 3).
+on the Chinese sources and on English aeb articles, same run, medians of 3): the old chain, the
+new one with every piece through OpenCC, and the new one with its fast path (the default: only
+clauses holding a trigger go through the chain, `regional_triggers`).
 """
 
 from __future__ import annotations
@@ -177,16 +179,16 @@ def english_texts(data: Path) -> list[str]:
     return [t for t in bodies if t and not has_han(t)]
 
 
-def throughput(texts: Sequence[str], chain: tuple[str, ...], fingerprinted: bool, repeats: int = 3) -> float:
-    """Median MB/s (UTF-8 input) over `repeats` runs of `normalise(text, chain)` on every text,
-    followed when `fingerprinted` by the default fingerprints of the batch (the job's text path)."""
+def throughput(texts: Sequence[str], chain: tuple[str, ...], fingerprinted: bool, fast: bool = True, repeats: int = 3) -> float:
+    """Median MB/s (UTF-8 input) over `repeats` runs of `normalise(text, chain, fast)` on every
+    text, followed when `fingerprinted` by the default fingerprints of the batch (the job's text path)."""
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     config = FingerprintConfig()
-    fingerprints([normalise(t, chain) for t in texts[:20]], config)  # dictionaries load outside the timing
+    fingerprints([normalise(t, chain, fast) for t in texts[:20]], config)  # dictionaries load outside the timing
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        normalised = [normalise(t, chain) for t in texts]
+        normalised = [normalise(t, chain, fast) for t in texts]
         if fingerprinted:
             fingerprints(normalised, config)
         times.append(time.perf_counter() - start)
@@ -212,9 +214,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     english = english_texts(args.data)
     print(f"\nthroughput, MB/s, median of 3 (Chinese: {len(chinese)} source texts; English: {len(english)} aeb "
           "articles); normalise alone, and normalise + fingerprints")
-    for label, chain in {"old " + "+".join(OLD_CHAIN): OLD_CHAIN, "new " + "+".join(REGIONAL_CHAIN): REGIONAL_CHAIN}.items():
-        rates = [throughput(texts, chain, fingerprinted) for texts in (chinese, english) for fingerprinted in (False, True)]
-        print(f"  {label:22s} chinese {rates[0]:6.2f} / {rates[1]:6.2f}   english {rates[2]:6.2f} / {rates[3]:6.2f}")
+    new = "new " + "+".join(REGIONAL_CHAIN)
+    lines = {"old " + "+".join(OLD_CHAIN): (OLD_CHAIN, True), new + ", whole chain": (REGIONAL_CHAIN, False),
+             new + ", fast path": (REGIONAL_CHAIN, True)}
+    for label, (chain, fast) in lines.items():
+        rates = [throughput(texts, chain, fingerprinted, fast) for texts in (chinese, english) for fingerprinted in (False, True)]
+        print(f"  {label:36s} chinese {rates[0]:6.2f} / {rates[1]:6.2f}   english {rates[2]:6.2f} / {rates[3]:6.2f}")
 
 
 if __name__ == "__main__":

