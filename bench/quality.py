@@ -439,7 +439,8 @@ def default_rows(fps: dict[str, Ours], texts: Sequence[str]) -> list[Row]:
 
 
 def policy_rows(base: Ours, texts: Sequence[str]) -> list[Row]:
-    """The short-text policy varied around the default: off, other thresholds, other lengths."""
+    """The short-text policy varied around the default: off and other thresholds (parameter
+    `short-text policy`), other lengths checked (`short-text length`)."""
     v = VerifyConfig()
     alternatives: list[tuple[float | None, int | None]] = [(None, v.below_chars)]
     alternatives += [(t, v.below_chars) for t in POLICY_THRESHOLDS if t != v.threshold]
@@ -448,7 +449,8 @@ def policy_rows(base: Ours, texts: Sequence[str]) -> list[Row]:
     for threshold, below in alternatives:
         alt = replace(v, threshold=threshold, below_chars=below)
         label = f"verify {policy_text(alt)}"
-        rows.append(Row("short-text policy", label, base.variant(label, policy=job_policy(texts, alt))))
+        parameter = "short-text policy" if below == v.below_chars else "short-text length"
+        rows.append(Row(parameter, label, base.variant(label, policy=job_policy(texts, alt))))
     return rows
 
 

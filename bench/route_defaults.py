@@ -57,9 +57,11 @@ class RouteSweep:
 
 
 def choose_policy(scored: Sequence[ScoredRow]) -> ScoredRow | None:
-    """The admissible policy that merges the most labelled duplicates (mean of languages);
-    ties to the first (the default comes first)."""
-    ok = [sr for sr in scored if sr.holds(sketch_margin=False)]
+    """The admissible threshold (the default, scored[0], or a `short-text policy` row: the
+    length checked stays the default's) that merges the most labelled duplicates (mean of
+    languages); ties to the first (the default comes first)."""
+    thresholds = [scored[0]] + [sr for sr in scored[1:] if sr.row.parameter == "short-text policy"]
+    ok = [sr for sr in thresholds if sr.holds(sketch_margin=False)]
     return max(ok, key=lambda sr: round(mean_dup(sr.figures), 4)) if ok else None
 
 
@@ -96,7 +98,9 @@ def sweep(data: Path, quick: bool, seed: int, max_pairs: int | None, workers: in
                       f"{chosen.row.label if chosen else 'default policy'}", base, sketch_margin=True)
     sketch = score_rows([sketch_base] + sketch_rows(base), sets.frames)
     picks = choose_sketch(sketch)
-    combined = combine(sketch[0].row.method.sketch, [sr.row.method.sketch for sr in picks.values()])
+    # Turning the route off is the fallback when no threshold holds; the others combine.
+    combined = combine(sketch[0].row.method.sketch,
+                       [sr.row.method.sketch for p, sr in picks.items() if p != "sketch route"])
     together = None
     if combined != sketch[0].row.method.sketch:
         label = f"chosen together: {sketch_text(combined)}"
@@ -162,8 +166,9 @@ def routes_section(s: RouteSweep) -> str:
         f"text, {s.sizes['pan13']} PAN-13 and {s.sizes['unrelated']:,} unrelated pairs). "
         + RULES_TEXT + "\n\n"
         "### 1. The short-text policy\n\n"
-        "Among the thresholds whose rails hold with margin, the one that merges the most "
-        "labelled duplicates. " + policy_line + "\n\n"
+        "Among the thresholds whose rails hold with margin (the length checked kept at "
+        f"{VerifyConfig().below_chars} characters; the length variants are shown), the one that "
+        "merges the most labelled duplicates. " + policy_line + "\n\n"
         + variants_table(s.policy) + "\n\n"
         "### 2. The sketch route, under that policy\n\n"
         "Each parameter varied alone; per parameter, the admissible value with the best "

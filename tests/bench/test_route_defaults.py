@@ -31,9 +31,11 @@ def scored(parameter: str, label: str, f: quality.Figures, looser: quality.Figur
 def test_the_policy_that_holds_the_rails_and_loses_the_fewest_duplicates():
     rows = [
         scored("default", "0.5", figures(non_dup_by_dataset={"LCQMC": 0.012}, dup={"zh": 0.07})),
-        scored("p", "0.55", figures(dup={"zh": 0.065}), looser=figures(non_dup_by_dataset={"LCQMC": 0.011})),
-        scored("p", "0.6", figures(dup={"zh": 0.058})),
-        scored("p", "0.7", figures(dup={"zh": 0.04})),
+        scored("short-text policy", "0.55", figures(dup={"zh": 0.065}),
+               looser=figures(non_dup_by_dataset={"LCQMC": 0.011})),
+        scored("short-text policy", "0.6", figures(dup={"zh": 0.058})),
+        scored("short-text policy", "0.7", figures(dup={"zh": 0.04})),
+        scored("short-text length", "0.5 below 100", figures(dup={"zh": 0.06})),  # another parameter
     ]
     assert choose_policy(rows).row.label == "0.6"  # 0.5 breaks as set, 0.55 one step looser
     assert choose_policy(rows[:2]) is None
