@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from simhash_udf.core.config import SketchConfig
+from simhash_udf.index.lookup import BROADCAST_KEY_ROWS
 from simhash_udf.stages import sketch_join
 from simhash_udf.stages.scratch import Stages
 
@@ -81,7 +82,7 @@ def batch_nodes(texts: DataFrame, active: DataFrame, indexed: DataFrame | None, 
 
 
 def index_candidates(
-    new_rows: DataFrame, indexed_rows: DataFrame, hot_size: int = sketch_join.HOT_BUCKET_SIZE
+    new_rows: DataFrame, indexed_rows: DataFrame, broadcast: bool, hot_size: int = sketch_join.HOT_BUCKET_SIZE
 ) -> tuple[DataFrame, DataFrame]:
     """(candidates, hot buckets) between the batch's and the index's band rows (`band_rows`).
 
@@ -89,9 +90,12 @@ def index_candidates(
     (band, key) bucket of at most `hot_size` indexed nodes, and every batch node of a larger
     bucket paired with the bucket's smallest indexed fingerprint.
     hot buckets: `band`, `key`, `size` (indexed nodes), `anchor` of the buckets paired star-wise.
-    Only the index's rows whose bucket the batch has are grouped (a semi-join first).
+    Only the index's rows whose bucket the batch has are grouped (a semi-join first, with the
+    batch's keys broadcast when `broadcast`: the index's rows are then filtered as they are
+    read, never shuffled).
     """
-    met = indexed_rows.join(new_rows.select("band", "key").distinct(), ["band", "key"], "left_semi")
+    keys = new_rows.select("band", "key").distinct()
+    met = indexed_rows.join(F.broadcast(keys) if broadcast else keys, ["band", "key"], "left_semi")
     buckets = met.groupBy("band", "key").agg(F.count(F.lit(1)).alias("size"), F.min("fingerprint").alias("anchor"))
     hot = buckets.where(F.col("size") > hot_size)
     batch = new_rows.select("band", "key", F.col("fingerprint").alias("fp_a"))
@@ -140,8 +144,10 @@ def take_sketch_route(
         index_pairs = sketch_join.with_jaccard(lookup, nodes)
     else:
         new_nodes = nodes.join(new_fps, "fingerprint", "left_semi")
+        batch_rows = stages.rows["sketch_nodes"] * config.bands  # at most
         cross, hot_cross = index_candidates(
-            sketch_join.band_rows(new_nodes, config), sketch_join.band_rows(indexed, config)
+            sketch_join.band_rows(new_nodes, config), sketch_join.band_rows(indexed, config),
+            broadcast=batch_rows <= BROADCAST_KEY_ROWS,
         )
         cross = materialise("index_sketch_candidates", cross)
         # Only the indexed nodes a pair names are joined for their sketches (the index's
