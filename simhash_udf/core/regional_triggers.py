@@ -7,7 +7,8 @@ at a few MB/s, `t2s` at over 100; on most clauses of real text the chain ends wh
 ends (a mainland clause goes to Traditional and comes back unchanged). A clause can end
 elsewhere only where an entry of the dictionaries the chain loads acts on it. So every
 string of those dictionaries (keys and values), in the Simplified forms a clause holds after
-`t2s` (`_simplified_forms`), is tried alone, and these become triggers (`build_triggers`):
+`t2s` or character by character (`_simplified_forms`), is tried alone, and these become
+triggers (`build_triggers`):
 
 - `changed`: the chain's fixed point differs from the string (软体 -> 软件, 建立 -> 创建);
 - `fragile`: Taiwan's phrases rewrite it (软件 -> 軟體) and it comes back alone, but in
@@ -107,12 +108,16 @@ def _convert_each(config: str, strings: list[str]) -> list[str]:
     return converted
 
 
-def _simplified_forms(strings: list[str], variants: dict[str, str]) -> list[str]:
+def _simplified_forms(strings: list[str], variants: dict[str, str], characters: dict[str, str]) -> list[str]:
     """Each string after `t2s`, as written and with the regional variant characters of the
     reverse variant tables put back first (著 -> 着: `s2twp` writes 着 as 著, so the
-    Taiwan entry 著書 acts on a clause that holds 着书)."""
-    plain = [s.translate(str.maketrans(variants)) for s in strings]
-    return sorted(set(_convert_each("t2s", strings + plain)))
+    Taiwan entry 著書 acts on a clause that holds 着书); and both character by character
+    (`characters`: the first Simplified form of each Traditional character), which `t2s`'s
+    own phrases skip: its entry 於坦 keeps 於, so 于坦 comes back as 於坦."""
+    variant_table, character_table = str.maketrans(variants), str.maketrans(characters)
+    plain = [s.translate(variant_table) for s in strings]
+    by_character = [s.translate(character_table) for s in strings + plain]
+    return sorted(set(_convert_each("t2s", strings + plain)) | set(by_character))
 
 
 def _absolute_files(config: dict | list, share: Path) -> dict | list:
@@ -176,7 +181,8 @@ def _meetings(rewritten: dict[str, str], backward_keys: list[str], variants: dic
                     meetings.add((key[:max(0, -start)], word, key[len(taiwan) - start:] if start + len(key) > len(taiwan) else ""))
     outside = sorted({part for before, _, after in meetings for part in (before, after) if part})
     simple = dict(zip(outside, _convert_each("t2s", outside)))
-    plain = dict(zip(outside, _convert_each("t2s", [part.translate(str.maketrans(variants)) for part in outside])))
+    variant_table = str.maketrans(variants)
+    plain = dict(zip(outside, _convert_each("t2s", [part.translate(variant_table) for part in outside])))
 
     def forms(part: str, neighbours: dict[str, set[str]]) -> set[str]:
         return {simple[part], plain[part], *neighbours.get(part, ())} if part else {""}
@@ -197,7 +203,9 @@ def build_triggers(chain: tuple[str, ...], canonical: Callable[[str], str]) -> T
     strings = sorted({s for table in entries.values() for key, values in table for s in (key, *values)})
     variants = {key: values[0] for name in ("TWVariantsRev.ocd2", "HKVariantsRev.ocd2")
                 for key, values in entries.get(name, []) if len(key) == 1}
-    forms = _simplified_forms(strings, variants)
+    characters = {key: values[0] for name in ("TSCharacters.ocd2", "TSCharactersExt.ocd2")
+                  for key, values in entries.get(name, []) if len(key) == len(values[0]) == 1}
+    forms = _simplified_forms(strings, variants, characters)
     changed = {f for f, c in zip(forms, canonical("\n".join(forms)).split("\n")) if f != c}
     # A word Taiwan's phrases rewrite (软件 -> 軟體) and that comes back alone changes a clause
     # only when a longer segment keeps the phrase from firing and `tw2sp` reads the word in
