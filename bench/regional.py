@@ -17,7 +17,7 @@ fixed point, `normalise.to_canonical_chinese`) and per variant: the share of pai
 exact duplicates after normalisation, the share within k of the default fingerprint, the share
 the whole merge rule takes (exact, or within k, or the sketch route of `SketchConfig`), and the
 median Hamming distance; then the cost (MB/s of `normalise` alone and followed by `fingerprints`,
-on the Chinese sources and on English aeb articles, same run, medians of 3): the old chain, the
+on the Chinese sources and on English aeb articles, same run, medians of 5 taking turns): the old chain, the
 new one with every piece through OpenCC, and the new one with its fast path (the default: only
 clauses holding a trigger go through the chain, `regional_triggers`).
 """
@@ -179,20 +179,26 @@ def english_texts(data: Path) -> list[str]:
     return [t for t in bodies if t and not has_han(t)]
 
 
-def throughput(texts: Sequence[str], chain: tuple[str, ...], fingerprinted: bool, fast: bool = True, repeats: int = 3) -> float:
-    """Median MB/s (UTF-8 input) over `repeats` runs of `normalise(text, chain, fast)` on every
-    text, followed when `fingerprinted` by the default fingerprints of the batch (the job's text path)."""
+def throughputs(texts: Sequence[str], normalisations: dict[str, tuple[tuple[str, ...], bool]], fingerprinted: bool,
+                repeats: int = 5) -> dict[str, float]:
+    """Per label of `normalisations` (label -> (chain, fast)): median MB/s (UTF-8 input) over
+    `repeats` runs of `normalise(text, chain, fast)` on every text, followed when
+    `fingerprinted` by the default fingerprints of the batch (the job's text path). The
+    normalisations take turns within each repeat, so a change in the machine's load falls on
+    all of them rather than on one."""
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     config = FingerprintConfig()
-    fingerprints([normalise(t, chain, fast) for t in texts[:20]], config)  # dictionaries load outside the timing
-    times = []
+    times: dict[str, list[float]] = {label: [] for label in normalisations}
+    for chain, fast in normalisations.values():  # dictionaries and triggers load outside the timing
+        fingerprints([normalise(t, chain, fast) for t in texts[:20]], config)
     for _ in range(repeats):
-        start = time.perf_counter()
-        normalised = [normalise(t, chain, fast) for t in texts]
-        if fingerprinted:
-            fingerprints(normalised, config)
-        times.append(time.perf_counter() - start)
-    return megabytes / statistics.median(times)
+        for label, (chain, fast) in normalisations.items():
+            start = time.perf_counter()
+            normalised = [normalise(t, chain, fast) for t in texts]
+            if fingerprinted:
+                fingerprints(normalised, config)
+            times[label].append(time.perf_counter() - start)
+    return {label: megabytes / statistics.median(spent) for label, spent in times.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -212,14 +218,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(summary(pairs, config).to_string(index=False, float_format=lambda x: f"{x:.1f}"))
     chinese = [t for _, _, t in sources if HAN.search(t)]
     english = english_texts(args.data)
-    print(f"\nthroughput, MB/s, median of 3 (Chinese: {len(chinese)} source texts; English: {len(english)} aeb "
-          "articles); normalise alone, and normalise + fingerprints")
+    print(f"\nthroughput, MB/s, median of 5, the normalisations in turn (Chinese: {len(chinese)} source texts; "
+          f"English: {len(english)} aeb articles); normalise alone, and normalise + fingerprints")
     new = "new " + "+".join(REGIONAL_CHAIN)
-    lines = {"old " + "+".join(OLD_CHAIN): (OLD_CHAIN, True), new + ", whole chain": (REGIONAL_CHAIN, False),
-             new + ", fast path": (REGIONAL_CHAIN, True)}
-    for label, (chain, fast) in lines.items():
-        rates = [throughput(texts, chain, fingerprinted, fast) for texts in (chinese, english) for fingerprinted in (False, True)]
-        print(f"  {label:36s} chinese {rates[0]:6.2f} / {rates[1]:6.2f}   english {rates[2]:6.2f} / {rates[3]:6.2f}")
+    normalisations = {"old " + "+".join(OLD_CHAIN): (OLD_CHAIN, True), new + ", whole chain": (REGIONAL_CHAIN, False),
+                      new + ", fast path": (REGIONAL_CHAIN, True)}
+    rates = [throughputs(texts, normalisations, fingerprinted) for texts in (chinese, english) for fingerprinted in (False, True)]
+    for label in normalisations:
+        r = [rate[label] for rate in rates]
+        print(f"  {label:36s} chinese {r[0]:6.2f} / {r[1]:6.2f}   english {r[2]:6.2f} / {r[3]:6.2f}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ Chinese is brought to Simplified characters with the mainland's vocabulary
 程式/程序, 網路/网络) get one text. The price: a Taiwan word that means another thing on the
 mainland is read as the mainland word (a Taiwan 文件 is a document, a mainland 文件 a file),
 and mainland words Taiwan writes alike meet (资料 and 数据 are both 資料: both become 数据);
-the whole chain runs about 11x slower than characters alone (`t2s`), so only the clauses
-holding a trigger (`regional_triggers`: 2.5% of People's Daily's characters) go through it:
-Chinese `normalise` runs 1.3x slower than with `t2s` alone (bench/regional.py: 11.7 vs 15.5
+the whole chain runs 6-11x slower than characters alone (`t2s`), so only the clauses
+holding a trigger (`regional_triggers`: 2.4% of People's Daily's characters) go through it:
+Chinese `normalise` runs 1.4x slower than with `t2s` alone (bench/regional.py: 10.6 vs 15.0
 MB/s, same run). Text without Han characters never reaches OpenCC.
 
 Pure functions, no Spark. OpenCC's dictionaries load once per Python process (a cached

@@ -132,7 +132,7 @@ def marking_converter(words: set[str]) -> Any:
     """An OpenCC converter that does what `t2s` does and then writes `MARK` over each of
     `words` (one `MARK` a character: the text keeps its length), with a text dictionary of
     its own. OpenCC's longest-match scan finds every occurrence at C speed (a regular
-    expression of 2,400 words, even shaped as a trie, runs under 1 MB/s in Python's `re`):
+    expression of a few thousand words, even shaped as a trie, ran under 1 MB/s in Python's `re`):
     a clause holds a word exactly when its converted form holds `MARK` (or held `MARK`
     itself, which only costs a needless pass through the chain)."""
     import opencc
