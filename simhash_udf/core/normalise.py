@@ -9,8 +9,8 @@ mainland is read as the mainland word (a Taiwan 文件 is a document, a mainland
 and mainland words Taiwan writes alike meet (资料 and 数据 are both 資料: both become 数据);
 the whole chain runs 6-11x slower than characters alone (`t2s`), so only the clauses
 holding a trigger (`regional_triggers`: 2.4% of People's Daily's characters) go through it:
-Chinese `normalise` runs 1.4x slower than with `t2s` alone (bench/regional.py: 10.6 vs 15.0
-MB/s, same run). Text without Han characters never reaches OpenCC.
+Chinese `normalise` runs 1.4-1.6x slower than with `t2s` alone (bench/regional.py, two runs:
+10.6 vs 15.0 and 14.0 vs 21.8 MB/s). Text without Han characters never reaches OpenCC.
 
 Pure functions, no Spark. OpenCC's dictionaries load once per Python process (a cached
 loader), so a UDF calling `normalise` pickles cheaply and pays the loading once per worker.
