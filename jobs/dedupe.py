@@ -151,8 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
         "candidates, and a candidate is a near-duplicate pair when the sketches estimate a "
         "Jaccard similarity of at least T and the fingerprints are at most --sketch-max-distance "
         "bits apart. It finds pages that differ by a paragraph, a caption or a footer (4-12 bits "
-        "apart, beyond k); a lower T finds more and merges more. none: the band join alone. "
-        "Text input without --index only",
+        "apart, beyond k). Measured (docs/quality.md): 0.75 finds 93%% of pages <-> their "
+        "articles against 66%% without the route, merging no rail pair; 0.7 merges one same-site pair "
+        "of boilerplate-heavy plain-text pages; 0.85 keeps a margin on such pages but finds 87%%. "
+        "none: the band join alone. With --index the index keeps the sketches (docs/index.md)",
     )
     match.add_argument(
         "--sketch-max-distance", type=int, default=sk.max_distance, metavar="BITS",

@@ -86,6 +86,9 @@ def summary(result: dict[str, Any]) -> str:
             f"{s['min_chars']}+ characters): {s['nodes']:,} sketches, candidate pairs "
             f"{s['candidate_pairs']:,}, kept {s['pairs']:,}, beyond k {s['pairs_beyond_k']:,}"
             + (f", hot buckets {s['hot_buckets']:,}" if s["hot_buckets"] else "")
+            + (f"; against the index: candidate pairs {s['indexed_candidate_pairs']:,}, pairs "
+               f"{s['pairs_with_indexed']:,}, beyond k {s['pairs_with_indexed_beyond_k']:,}"
+               if "indexed_candidate_pairs" in s else "")
         ))
     if "records" in result:
         # WARC/WET input: what became of every record, and the files that were not whole.

@@ -236,8 +236,8 @@ def _run_staged(
     # The short-text policy's counts (short_text_check.counts); runs without texts, or against an
     # index, do not apply it.
     result["verify"] = found.join_stats.get("verify") or {**short_text_policy.describe(config.verify), "applied": False}
-    # The sketch route's counts (self_join._with_sketch_route); runs without texts, with
-    # --sketch off, or against an index, do not take it.
+    # The sketch route's counts (self_join._with_sketch_route, and against an index
+    # index/sketch_lookup.py); runs without texts or with --sketch none do not take it.
     result["sketch"] = {
         **asdict(config.sketch),
         "applied": "sketch" in found.join_stats,
