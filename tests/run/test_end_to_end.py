@@ -86,14 +86,68 @@ def test_kept_document_is_the_smallest_id_and_statuses_agree(spark, sample_run):
             assert kinds[r["id"]] in ("near_copy", "traditional_script"), r["id"]
 
 
-def test_pairs_equal_brute_force_over_the_fingerprints(spark, sample_run):
+def _sketch_route_pairs(clusters: list) -> tuple[set[tuple], dict[tuple, float]]:
+    """The sketch route's pairs over the sample, computed without Spark: each fingerprint's
+    sketch is that of its text with the smallest exact key (SHA-256 of the normalised text),
+    named by the smallest id carrying it; a pair when the sketches agree on a whole band,
+    estimate a Jaccard >= the default threshold and the fingerprints are within its distance.
+    Returns (id_a, id_b, distance) of those pairs and the estimate of every pair of sketched
+    fingerprints, by (id_a, id_b)."""
+    import hashlib
+
+    import numpy as np
+
+    from simhash_udf.core import sketch
+    from simhash_udf.core.config import FingerprintConfig, SketchConfig
+    from simhash_udf.core.fingerprint import signatures
+    from simhash_udf.core.normalise import normalise
+
+    config = SketchConfig()
+    text_of = {r["id"]: normalise(r["text"] or "") for r in _sample_rows()}
+    nodes: dict[int, tuple[bytes, str, object]] = {}  # fingerprint -> (exact key, text, smallest id)
+    for r in clusters:
+        fp, doc_id = r["fingerprint"], r["id"]
+        if fp is None:
+            continue
+        key = hashlib.sha256(text_of[doc_id].encode("utf-8")).digest()
+        best = nodes.get(fp)
+        text_key = min((key, text_of[doc_id]), best[:2]) if best else (key, text_of[doc_id])
+        smallest = min(doc_id, best[2]) if best else doc_id
+        nodes[fp] = (*text_key, smallest)
+    fps = sorted(nodes)
+    found = signatures([nodes[fp][1] for fp in fps], FingerprintConfig(), config)
+    pairs, estimates = set(), {}
+    for i, fa in enumerate(fps):
+        for j in range(i + 1, len(fps)):
+            fb = fps[j]
+            if not (found.has_sketch[i] and found.has_sketch[j]):
+                continue
+            a, b = found.sketch[i : i + 1], found.sketch[j : j + 1]
+            ids = (min(nodes[fa][2], nodes[fb][2]), max(nodes[fa][2], nodes[fb][2]))
+            estimate = float(sketch.estimated_jaccard(a, b)[0])
+            estimates[ids] = estimate
+            d = popcount64(fa ^ fb)
+            if bool(sketch.bands_agree(a, b, config)[0]) and estimate >= config.jaccard and d <= config.max_distance:
+                pairs.add((*ids, d))
+    assert np.all(found.has_fingerprint)
+    return pairs, estimates
+
+
+def test_pairs_equal_brute_force_over_the_fingerprints_and_sketches(spark, sample_run):
     clusters = spark.read.parquet(str(sample_run / "clusters")).collect()
-    expected = brute_force_pairs([(r["id"], r["fingerprint"]) for r in clusters], k=3)
+    within_k = brute_force_pairs([(r["id"], r["fingerprint"]) for r in clusters], k=3)
+    by_sketch, estimates = _sketch_route_pairs(clusters)
     pairs = spark.read.parquet(str(sample_run / "pairs")).collect()
     got = [(r["id_a"], r["id_b"], r["distance"]) for r in pairs]
     assert len(got) == len(set(got))
-    assert set(got) == expected
-    assert expected, "the sample should hold near duplicates at distance 1..3"
+    assert set(got) == within_k | by_sketch
+    assert within_k, "the sample should hold near duplicates at distance 1..3"
+    assert {p for p in by_sketch if p[2] > 3}, "and near duplicates beyond k that only the sketches find"
+    for r in pairs:
+        if r["jaccard"] is None:  # a text under --sketch-min-chars: no sketch, no estimate
+            assert (r["id_a"], r["id_b"]) not in estimates
+        else:
+            assert r["jaccard"] == pytest.approx(estimates[(r["id_a"], r["id_b"])], abs=1e-9)
 
 
 def test_deduped_holds_the_kept_rows_with_all_their_columns(spark, sample_run):
