@@ -151,11 +151,3 @@ def candidate_probability(jaccard: float, bands: int, rows: int) -> float:
     bands of `rows` min-hashes, i.e. are candidates (the LSH S-curve): 1 - (1 - J^rows)^bands."""
     return 1.0 - (1.0 - jaccard**rows) ** bands
 
-
-def exact_jaccard_of_hashes(a: np.ndarray, b: np.ndarray) -> float:
-    """Exact Jaccard similarity of two documents' shingle hash sets (the tests' oracle)."""
-    sa, sb = set(a.tolist()), set(b.tolist())
-    if not sa and not sb:
-        return 1.0
-    inter = len(sa & sb)
-    return inter / (len(sa) + len(sb) - inter)
