@@ -12,8 +12,13 @@ Sections (in this order): fingerprint (bench/fingerprint_throughput.py), join
 (bench/skew.py: the job on a template's pages, exact copies and a hot key), pipeline
 (bench/pipeline_throughput.py: the whole job, documents per second per core), scaling
 (bench/scaling_table.py: the cost model checked against counted candidates; a full run also
-rewrites the generated part of docs/scaling.md). Sections 2-5 are rendered by
-bench/scale_sections.py.
+rewrites the generated part of docs/scaling.md); then issue 14's whole job, run as a process
+(`python jobs/dedupe.py`): job-throughput (bench/job_throughput.py: MB/s per core per extra MB
+at 5 and 200 MB, beside the fingerprint function, the recipe and the anchors), job-documents
+(bench/job_fixed_costs.py: 1M short documents, per-document fixed costs, peak memory, stages),
+job-vs-join (bench/job_vs_join.py: the job on 4M and 16M fingerprints against the plain band
+join), job-sample (bench/job_fixed_costs.py: the sample's job time, 5 runs). Sections 2-9 are
+rendered by bench/scale_sections.py (6-9 by their scripts' own functions).
 
 Needs the `bench` extra (`pip install -e .[bench]`: the `simhash` and `rjieba` packages),
 `pip` and `apt-get` reachable for the corpora (see bench/corpora.py), Java 17 for Spark.
@@ -49,7 +54,8 @@ PACKAGES = ("pyspark", "jieba", "rjieba", "simhash", "xxhash", "numpy", "pyarrow
 
 TARGET_ZH = 15.0  # MB/s per core, with jieba's segmentation (issue 3)
 TARGET_EN = 30.0
-SECTIONS = ("fingerprint", "join", "skew", "pipeline", "scaling")
+SECTIONS = ("fingerprint", "join", "skew", "pipeline", "scaling",
+            "job-throughput", "job-documents", "job-vs-join", "job-sample")
 
 
 def single_table(results: dict, baseline_names: list[str], unit: str) -> list[str]:
@@ -216,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
     parser.add_argument("--join-sizes", default=None, help="python -m bench.join_scale --sizes (default 1M,4M,16M,64M)")
-    parser.add_argument("--driver-memory", default="8g", help="Spark driver memory of the join and skew runs")
+    parser.add_argument("--driver-memory", default="8g",
+                        help="Spark driver memory of the join, skew and whole-job (6-9) runs")
+    parser.add_argument("--job-rev", default=None,
+                        help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = set(sections) - set(SECTIONS)
@@ -241,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         "skew": lambda: scale_sections.skew_run(args),
         "pipeline": lambda: scale_sections.pipeline_run(args),
         "scaling": lambda: scale_sections.scaling_run(args, join_report),
+        "job-throughput": lambda: scale_sections.job_throughput_run(args),
+        "job-documents": lambda: scale_sections.job_documents_run(args),
+        "job-vs-join": lambda: scale_sections.job_vs_join_run(args),
+        "job-sample": lambda: scale_sections.job_sample_run(args),
     }
     for name in SECTIONS:  # in this order: scaling after join
         if name not in sections:

@@ -250,3 +250,55 @@ def scaling_run(args: argparse.Namespace, join_report: dict | None) -> list[str]
         end = start if start is not None and start > cal else len(md)
         lines += md[cal:end]
     return lines
+
+
+# ---------------------------------------------------------------- 6-9. the whole job (issue 14)
+
+def _job_args(args: argparse.Namespace) -> list[str]:
+    """What every issue-14 section passes on: the driver memory and, when given, the commit
+    whose job is measured (run_all's --job-rev)."""
+    return ["--driver-memory", args.driver_memory] + (["--rev", args.job_rev] if getattr(args, "job_rev", None) else [])
+
+
+def job_throughput_run(args: argparse.Namespace) -> list[str]:
+    """Section 6: bench/job_throughput.py (the job's MB/s per core per extra MB)."""
+    from bench.job_throughput import SECTION_TITLE, section_lines
+
+    script_args = (["--quick", "--repeats", "1"] if args.quick else ["--repeats", str(args.repeats)]) + _job_args(args)
+    report = run_module_json("job_throughput", script_args)
+    if report is None:
+        return _failed(SECTION_TITLE, "job_throughput")
+    return section_lines(report, command_text("job_throughput", script_args))
+
+
+def job_documents_run(args: argparse.Namespace) -> list[str]:
+    """Section 7: bench/job_fixed_costs.py's documents part (1M short documents)."""
+    from bench.job_fixed_costs import DOCUMENTS_TITLE, documents_lines
+
+    script_args = ["--parts", "documents"] + (["--quick"] if args.quick else []) + _job_args(args)
+    report = run_module_json("job_fixed_costs", script_args)
+    if report is None:
+        return _failed(DOCUMENTS_TITLE, "job_fixed_costs")
+    return documents_lines(report, command_text("job_fixed_costs", script_args))
+
+
+def job_vs_join_run(args: argparse.Namespace) -> list[str]:
+    """Section 8: bench/job_vs_join.py (the job on fingerprints against the plain band join)."""
+    from bench.job_vs_join import SECTION_TITLE, section_lines
+
+    script_args = (["--quick"] if args.quick else []) + _job_args(args)
+    report = run_module_json("job_vs_join", script_args)
+    if report is None:
+        return _failed(SECTION_TITLE, "job_vs_join")
+    return section_lines(report, command_text("job_vs_join", script_args))
+
+
+def job_sample_run(args: argparse.Namespace) -> list[str]:
+    """Section 9: bench/job_fixed_costs.py's sample part (the sample's job time, 5 runs)."""
+    from bench.job_fixed_costs import SAMPLE_TITLE, sample_lines
+
+    script_args = ["--parts", "sample"] + (["--quick"] if args.quick else []) + _job_args(args)
+    report = run_module_json("job_fixed_costs", script_args)
+    if report is None:
+        return _failed(SAMPLE_TITLE, "job_fixed_costs")
+    return sample_lines(report, command_text("job_fixed_costs", script_args))
