@@ -65,7 +65,7 @@ def find_against_index(
     with at least one fingerprint new to the index (older ones were output before).
     """
     plan = session.plan
-    fingerprinted, normalised, texts = fingerprint_documents(docs, config, stages)
+    fingerprinted, signed, texts = fingerprint_documents(docs, config, stages)
     id_type = fingerprinted.schema["id"].dataType.simpleString()
     if session.base.id_type and session.base.id_type != id_type:
         raise IndexError_(
@@ -213,7 +213,7 @@ def find_against_index(
     added = assign.new_entries(clustered_full, marked, sources, indexed_fps, session.run_id, sketches)
     with stages.timed("index_write"):
         session.write_segment(added, plan)
-    return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)
+    return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, texts, plan, stats)
 
 
 def _stage(session: IndexSession, stages: Stages, name: str, frame: DataFrame) -> DataFrame:

@@ -39,11 +39,11 @@ def run_stages(
     if fingerprint_col:
         stages.append(("fingerprint", "take the fingerprints the input carries"))
     else:
-        stages += [
-            ("normalise", "decode, extract text from HTML, NFKC, Simplified Chinese, case, whitespace; exact keys"),
-            ("fingerprint", "tokenise and fingerprint each distinct text"),
-            ("document_fingerprints", "give every document its text's fingerprint"),
-        ]
+        stages.append(
+            ("signatures", "one pass over the text, one Arrow UDF per batch: decode, extract text from HTML, "
+             "normalise (NFKC, one Chinese form, case, whitespace), exact key, fingerprint, sketch; "
+             "small rows out, the texts left behind")
+        )
     stages += [
         ("distinct_fingerprints", "one row per distinct fingerprint"),
         (BAND_JOIN_STAGE, "band join: shuffle band rows by (table, key), then per partition in numpy sub-blocks, "
@@ -51,7 +51,8 @@ def run_stages(
         ("candidates", "read the join's counts: candidate pairs, largest and hot buckets"),
     ]
     if verify_texts and not fingerprint_col:
-        stages.append(("verify_texts", "pairs of short texts: keep those whose shingles' Jaccard reaches --verify"))
+        stages.append(("verify_texts", "pairs of short texts: normalise their texts again from the input, keep "
+                       "those whose shingles' Jaccard reaches --verify"))
     if sketch_route and not fingerprint_col:
         stages += [
             ("sketch_nodes", "one MinHash sketch per distinct fingerprint"),

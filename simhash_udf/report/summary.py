@@ -65,25 +65,21 @@ def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, An
     }
 
 
-def text_counts(texts: DataFrame | None, normalised: DataFrame | None) -> dict[str, int]:
-    """distinct_texts, too_short_texts (texts: `fingerprint`), invalid_utf8_documents
-    (normalised: `invalid_utf8`) and, for HTML input, extract_fallbacks (normalised:
-    `extract_fallback`); empty for input that carried its own fingerprints."""
-    counts: dict[str, int] = {}
-    if texts is not None:
-        row = texts.agg(
-            F.count(F.lit(1)).alias("distinct_texts"),
-            F.sum(F.col("fingerprint").isNull().cast("int")).alias("too_short_texts"),
-        ).first()
-        counts = {"distinct_texts": row["distinct_texts"], "too_short_texts": row["too_short_texts"] or 0}
-    if normalised is not None:
-        row = normalised.agg(
-            F.sum(F.col("invalid_utf8").cast("int")).alias("invalid_utf8_documents"),
-            F.sum(F.col("extract_fallback").cast("int")).alias("extract_fallbacks"),
-        ).first()
-        counts["invalid_utf8_documents"] = row["invalid_utf8_documents"] or 0
-        counts["extract_fallbacks"] = row["extract_fallbacks"] or 0
-    return counts
+def text_counts(signed: DataFrame | None) -> dict[str, int]:
+    """distinct_texts, too_short_texts, invalid_utf8_documents and, for HTML input,
+    extract_fallbacks, in one pass over the documents' signatures (signed: `exact_key`,
+    `fingerprint`, `invalid_utf8`, `extract_fallback`); empty for input that carried its own
+    fingerprints."""
+    if signed is None:
+        return {}
+    too_short = F.when(F.col("exact_key").isNotNull() & F.col("fingerprint").isNull(), F.col("exact_key"))
+    row = signed.agg(
+        F.count_distinct("exact_key").alias("distinct_texts"),
+        F.count_distinct(too_short).alias("too_short_texts"),
+        F.sum(F.col("invalid_utf8").cast("int")).alias("invalid_utf8_documents"),
+        F.sum(F.col("extract_fallback").cast("int")).alias("extract_fallbacks"),
+    ).first()
+    return {key: int(row[key] or 0) for key in ("distinct_texts", "too_short_texts", "invalid_utf8_documents", "extract_fallbacks")}
 
 
 def build(
@@ -100,11 +96,14 @@ def build(
     join_stats: dict[str, Any],
     stage_seconds: dict[str, float],
     stage_rows: dict[str, int],
+    stage_jobs: dict[str, int] | None = None,
+    spark_jobs: int | None = None,
 ) -> dict[str, Any]:
     """The report of a run (see the README's table of outputs for what each part means).
 
     plan and join_stats: the finder's (`NearDuplicates.plan`, `NearDuplicates.join_stats`);
-    stage_seconds, stage_rows: `Stages.seconds` and `Stages.rows` of the run.
+    stage_seconds, stage_rows, stage_jobs: `Stages.seconds`, `Stages.rows` and `Stages.jobs`
+    of the run; spark_jobs: the Spark jobs the whole run submitted (`Stages.spark_jobs`).
     """
     by_status, by_reason = summary["by_status"], summary["by_reason"]
     too_short = sum(
@@ -149,6 +148,8 @@ def build(
         "distances": summary["distances"],
         "stage_seconds": dict(stage_seconds),
         "stage_rows": dict(stage_rows),
+        "stage_jobs": dict(stage_jobs or {}),
+        "spark_jobs": spark_jobs,
         "total_seconds": round(time.time() - started, 3),
     }
 

@@ -171,6 +171,7 @@ def _run_staged(
 ) -> tuple[dict[str, Any], list[html_page.PairSample]]:
     """The run inside the staging folder: the report and a few pairs for report.html."""
     stages = Stages(work=target.work, spark=spark)
+    stages.count_jobs(spark, f"simhash_udf-{target.work}")
     source = read_input(spark, config, input_path, fmt, stages)
     stages.documents = source.rows
     docs, fmt = source.documents, source.format
@@ -215,7 +216,7 @@ def _run_staged(
             raise LostRowsError(
                 f"the input has {source.rows} rows but clusters/ and rejected/ hold {accounted}"
             )
-        text_counts = report.text_counts(found.texts, found.normalised)
+        text_counts = report.text_counts(found.signed)
     result = report.build(
         config=config,
         input_path=input_path,
@@ -229,6 +230,8 @@ def _run_staged(
         join_stats=found.join_stats,
         stage_seconds=stages.seconds,
         stage_rows=stages.rows,
+        stage_jobs=stages.jobs,
+        spark_jobs=stages.spark_jobs(),
     )
     # Files not read to their end (their rows before the damage are in the counts above).
     result["counts"]["damaged_files"] = len(source.damaged)

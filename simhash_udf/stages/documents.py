@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
 
-from simhash_udf.core.config import DedupeConfig, FingerprintConfig, SketchConfig
+from simhash_udf.core.config import DedupeConfig
 from simhash_udf.files.inputs import DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
 from simhash_udf.files.json_csv import CORRUPT_COLUMN
 from simhash_udf.stages import udfs
@@ -129,7 +129,7 @@ def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
     columns plus `reason` (`damaged_file`, `unparseable` or `null_id`), `_invalid_bytes` and,
     for an unparseable line that was not valid UTF-8, its bytes in `_corrupt_bytes` (see
     `valid_strings`). Documents are the other rows, without the helper columns but
-    `_invalid_bytes` (counted as `invalid_utf8_documents` by `normalise_documents`; drop it
+    `_invalid_bytes` (counted as `invalid_utf8_documents` by `signed_documents`; drop it
     with `input_columns`).
     """
     frame = valid_strings(frame)
@@ -175,77 +175,74 @@ def _keep_by(config: DedupeConfig) -> list[Column]:
     return [F.col(config.keep_by).alias("keep_by")] if config.keep_by else []
 
 
-def normalise_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
-    """One row per document: `id`, [`keep_by`], `text` (normalised), `exact_key` (binary),
-    `invalid_utf8` (bool), `extract_fallback` (bool: `--extract main` kept all visible text
-    of an HTML page in which it found no main content), `reason` (`empty` or null).
+def signed_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
+    """The one pass over the text: one small row per document, the text itself left behind.
 
-    exact_key is SHA-256 of the normalised text's UTF-8, computed in Spark SQL: documents
-    with equal keys are exact duplicates. Empty documents (null, empty or whitespace only
-    after normalisation) have reason `empty` and no key. invalid_utf8 is also true when the
-    input row's `_invalid_bytes` is (its bytes were repaired before: `rejected_rows`).
+    Returns `id`, [`keep_by`], `exact_key` (binary: SHA-256 of the normalised text's UTF-8,
+    null when empty), `chars` (int: the normalised text's length in characters), `fingerprint`
+    (long, null when empty or too short), `n_features` (int), `sketch` (binary, null without
+    the sketch route or under its `min_chars`), `invalid_utf8` (bool, also true when the input
+    row's `_invalid_bytes` is: its bytes were repaired by `rejected_rows`), `extract_fallback`
+    (bool: `--extract main` kept all visible text of an HTML page in which it found no main
+    content), `reason` (`empty`: null, empty or whitespace only after normalisation;
+    `too_short`: fewer than min_features features, matched only exactly; else null).
+
+    Decoding, extraction, normalisation, the exact key, the fingerprint and the sketch are one
+    Arrow UDF per batch (`udfs.document_signatures`): no stage after this one reads or shuffles
+    the texts. Exact copies are fingerprinted once per batch they share, not once per crawl:
+    grouping them first would shuffle every text, which costs more than the repeats.
     """
     repaired = (
         F.coalesce(F.col(INVALID_BYTES_COLUMN), F.lit(False))
         if INVALID_BYTES_COLUMN in documents.columns else F.lit(False)
     )
     raw = F.col(config.text_col).cast("binary")
-    normalised = documents.select(
+    signed = documents.select(
         F.col(config.id_col).alias("id"),
         *_keep_by(config),
-        udfs.normalised_text(raw, config.html, config.extract).alias("n"),
+        udfs.document_signatures(raw, config.html, config.extract, config.fingerprint, config.sketch).alias("s"),
         repaired.alias("repaired"),
     )
-    text = F.col("n.text")
-    empty = text.isNull() | (F.length(text) == 0)
-    return normalised.select(
+    empty = F.col("s.exact_key").isNull()
+    return signed.select(
         "id",
         *(["keep_by"] if config.keep_by else []),
-        F.when(empty, F.lit(None)).otherwise(text).alias("text"),
-        F.when(empty, F.lit(None)).otherwise(F.unhex(F.sha2(text, 256))).alias("exact_key"),
-        (F.col("n.invalid_utf8") | F.col("repaired")).alias("invalid_utf8"),
-        F.col("n.extract_fallback").alias("extract_fallback"),
-        F.when(empty, F.lit(EMPTY)).alias("reason"),
+        F.col("s.exact_key").alias("exact_key"),
+        F.col("s.chars").alias("chars"),
+        F.col("s.fingerprint").alias("fingerprint"),
+        F.col("s.n_features").alias("n_features"),
+        F.col("s.sketch").alias("sketch"),
+        (F.col("s.invalid_utf8") | F.col("repaired")).alias("invalid_utf8"),
+        F.col("s.extract_fallback").alias("extract_fallback"),
+        F.when(empty, F.lit(EMPTY)).when(F.col("s.fingerprint").isNull(), F.lit(TOO_SHORT)).alias("reason"),
     )
 
 
-def distinct_texts(normalised: DataFrame) -> DataFrame:
-    """One row per distinct normalised text: `exact_key`, `text`, `n_documents`."""
-    return (
-        normalised.where(F.col("exact_key").isNotNull())
-        .groupBy("exact_key")
-        .agg(F.any_value("text").alias("text"), F.count(F.lit(1)).alias("n_documents"))
-    )
-
-
-def fingerprint_texts(texts: DataFrame, config: FingerprintConfig, sketch: SketchConfig | None = None) -> DataFrame:
-    """`exact_key`, `fingerprint` (long, null when too short), `n_features` (int),
-    `n_documents`, `sketch` (binary MinHash sketch, null without `sketch` or for texts under
-    its `min_chars`), for every distinct text (see `udfs.simhash`)."""
-    return texts.select(
-        "exact_key", "n_documents", udfs.simhash(F.col("text"), config, sketch).alias("f")
-    ).select(
-        "exact_key",
-        F.col("f.fingerprint").alias("fingerprint"),
-        F.col("f.n_features").alias("n_features"),
-        "n_documents",
-        F.col("f.sketch").alias("sketch"),
-    )
-
-
-def fingerprinted_documents(normalised: DataFrame, texts: DataFrame) -> DataFrame:
+def fingerprinted_documents(signed: DataFrame) -> DataFrame:
     """Documents with their text's fingerprint: `id`, [`keep_by`], `exact_key`,
-    `fingerprint` (null when skipped or too short), `reason` (`empty`, `too_short` or null)."""
-    joined = normalised.drop("text").join(
-        texts.select("exact_key", "fingerprint"), "exact_key", "left"
+    `fingerprint` (null when skipped or too short), `reason` (`empty`, `too_short` or null).
+
+    signed: `signed_documents`'s rows."""
+    return signed.select(
+        "id", *(["keep_by"] if "keep_by" in signed.columns else []), "exact_key", "fingerprint", "reason"
     )
-    too_short = F.col("reason").isNull() & F.col("fingerprint").isNull()
-    return joined.select(
-        "id",
-        *(["keep_by"] if "keep_by" in normalised.columns else []),
-        "exact_key",
-        "fingerprint",
-        F.when(too_short, F.lit(TOO_SHORT)).otherwise(F.col("reason")).alias("reason"),
+
+
+def distinct_texts(signed: DataFrame) -> DataFrame:
+    """One row per distinct normalised text, from the documents' signatures: `exact_key`,
+    `fingerprint`, `chars`, `sketch`, `n_documents`.
+
+    signed: `signed_documents`'s rows. Every document of one text carries the same values
+    (they are functions of the text), so any row's stand for the text's."""
+    return (
+        signed.where(F.col("exact_key").isNotNull())
+        .groupBy("exact_key")
+        .agg(
+            F.any_value("fingerprint").alias("fingerprint"),
+            F.any_value("chars").alias("chars"),
+            F.any_value("sketch").alias("sketch"),
+            F.count(F.lit(1)).alias("n_documents"),
+        )
     )
 
 

@@ -37,8 +37,8 @@ class NearDuplicates:
     two sketches, null without them; against an index, the pairs with at least one fingerprint
     new to it).
     fingerprint_pairs: `fp_a`, `fp_b`, `distance`, `jaccard` (the same pairs, by fingerprint).
-    normalised: `id`, `text`, `exact_key`, `invalid_utf8`, `reason` (text input only).
-    texts: `exact_key`, `fingerprint`, `n_features`, `n_documents`, `sketch` (text input only).
+    signed: every document's signatures, `documents.signed_documents` (text input only).
+    texts: `exact_key`, `fingerprint`, `chars`, `sketch`, `n_documents` (text input only).
     plan: the band plan used, saying how it was chosen (`BandPlan.reason`).
     join_stats: counts and hot buckets of the join (`join.join_stats`), `distinct_fingerprints`,
     and, when the short-text check ran, `verify` (`short_text_check.counts`).
@@ -47,7 +47,7 @@ class NearDuplicates:
     clusters: DataFrame
     pairs: DataFrame
     fingerprint_pairs: DataFrame
-    normalised: DataFrame | None
+    signed: DataFrame | None
     texts: DataFrame | None
     plan: bands.BandPlan
     join_stats: dict[str, Any]
@@ -80,16 +80,13 @@ def fingerprint_documents(
 ) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
     """The stages up to every document's fingerprint (the start of every finder).
 
-    Returns (fingerprinted, normalised, texts): see `documents.fingerprinted_documents`
-    (or `documents.given_fingerprints`), and `NearDuplicates` for the other two (None when
-    the input carries its own fingerprints).
+    Returns (fingerprinted, signed, texts): see `documents.fingerprinted_documents` (or
+    `documents.given_fingerprints`), `documents.signed_documents` and `documents.distinct_texts`
+    (None when the input carries its own fingerprints). Only `signed` is stored: it is the one
+    pass over the text, the run's restart point, and every later stage reads it; the other
+    two are views of it.
     """
     if config.fingerprint_col:
         return stages.materialise("fingerprint", documents.given_fingerprints(docs, config)), None, None
-    normalised = stages.materialise("normalise", documents.normalise_documents(docs, config))
-    texts = stages.materialise(
-        "fingerprint",
-        documents.fingerprint_texts(documents.distinct_texts(normalised), config.fingerprint, config.sketch),
-    )
-    fingerprinted = stages.materialise("document_fingerprints", documents.fingerprinted_documents(normalised, texts))
-    return fingerprinted, normalised, texts
+    signed = stages.materialise("signatures", documents.signed_documents(docs, config))
+    return documents.fingerprinted_documents(signed), signed, documents.distinct_texts(signed)

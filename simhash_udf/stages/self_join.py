@@ -29,18 +29,18 @@ class SelfJoinFinder:
 
     def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
         """Every stage from checked input documents to clusters and pairs (see `Finder.find`)."""
-        fingerprinted, normalised, texts = fingerprint_documents(docs, config, stages)
+        fingerprinted, signed, texts = fingerprint_documents(docs, config, stages)
         distinct = stages.materialise(
             "distinct_fingerprints",
             fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
         )
         n = stages.rows["distinct_fingerprints"]
         plan = bands.choose_plan(n, config.k, config.blocks)
-        checking = normalised is not None and texts is not None and config.verify.threshold is not None
+        checking = signed is not None and config.verify.threshold is not None
         if checking:
             # Which fingerprints' pairs the short-text check looks at: the join lists those
             # pairs even in hot runs, so no pair the check drops stands for others (short_text_check).
-            distinct = short_text_check.checked_fingerprints(distinct, normalised, texts, config.verify)
+            distinct = short_text_check.checked_fingerprints(distinct, signed, config.verify)
         # One shuffle of the band rows: the join's output carries its own counts (join_stats).
         joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(distinct, plan, n))
         with stages.timed("candidates"):
@@ -60,7 +60,7 @@ class SelfJoinFinder:
         if checking:
             # The short-text policy: pairs of short texts must also share enough shingles
             # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
-            scored = stages.materialise("verify_texts", short_text_check.verify_pairs(fingerprint_pairs, normalised, texts, config.verify))
+            scored = stages.materialise("verify_texts", short_text_check.verify_pairs(fingerprint_pairs, signed, docs, config))
             stats["verify"] = short_text_check.counts(scored, config.verify)
             fingerprint_pairs = short_text_check.kept_pairs(scored)
         if texts is not None and config.sketch.jaccard is not None:
@@ -77,7 +77,7 @@ class SelfJoinFinder:
         )
         clustered = clusters.assign_clusters(fingerprinted, components, config.keep_order)
         pairs = clusters.pairs_by_id(fingerprint_pairs, fingerprinted)
-        return NearDuplicates(clustered, pairs, fingerprint_pairs, normalised, texts, plan, stats)
+        return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, texts, plan, stats)
 
     def report_sections(self) -> dict[str, Any]:
         return {}

@@ -4,7 +4,8 @@ policy of `core/short_text_policy.py` (`--verify jaccard:T --verify-below L --ve
 Simhash says little about short texts, so a candidate pair whose shorter normalised text has
 fewer than L characters is kept only when the Jaccard similarity of the two texts' shingle
 sets reaches T (`core/short_text_policy.keeps` is the same rule for one pair, in plain
-Python). `verify_pairs` scores the band join's pairs against the run's texts before the
+Python). `verify_pairs` scores the band join's pairs against their texts (normalised again
+from the input for the few pairs that need them) before the
 connected components; `kept_pairs` keeps the survivors. Because the check may drop a pair, the
 band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
 pairs with a short text are all listed and checked, so the clusters are the components of
@@ -22,61 +23,52 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import DoubleType
 
-from simhash_udf.core.config import VerifyConfig
+from simhash_udf.core.config import DedupeConfig, VerifyConfig
 from simhash_udf.core.short_text_policy import describe, similarity
+from simhash_udf.stages import udfs
 
 
-def texts_by_fingerprint(normalised: DataFrame, texts: DataFrame, pairs: DataFrame) -> DataFrame:
-    """The distinct normalised texts of the fingerprints in `pairs`: `fingerprint` (long), `text`.
+def texts_by_fingerprint(signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame) -> DataFrame:
+    """The distinct normalised texts of `fingerprints`: `fingerprint` (long), `text`.
 
-    normalised: `exact_key`, `text` (one row per document); texts: `exact_key`,
-    `fingerprint` (one row per distinct text); pairs: `fp_a`, `fp_b`. Only the texts of
-    paired fingerprints are joined and shuffled, not the whole crawl's. A fingerprint usually
-    has one text; texts that collide on all 64 bits give it several.
+    signed: `id`, `exact_key`, `fingerprint` (`documents.signed_documents`); docs: the checked
+    input rows (`config.id_col`, `config.text_col`); fingerprints: `fingerprint`. The run does
+    not carry its texts past the one pass over them, so the texts the check compares are
+    normalised again from the input: one document per distinct text, only those of the
+    fingerprints asked for (the few short texts in pairs, not the crawl). A fingerprint
+    usually has one text; texts that collide on all 64 bits give it several.
     """
-    paired = pairs.select(F.col("fp_a").alias("fingerprint")).union(pairs.select(F.col("fp_b").alias("fingerprint")))
-    keys = (
-        texts.where(F.col("fingerprint").isNotNull())
-        .select("exact_key", "fingerprint")
-        .join(paired.distinct(), "fingerprint", "left_semi")
+    wanted = (
+        signed.where(F.col("fingerprint").isNotNull())
+        .join(fingerprints.select("fingerprint").distinct(), "fingerprint", "left_semi")
+        .groupBy("exact_key", "fingerprint")
+        .agg(F.min("id").alias("id"))
     )
-    return (
-        normalised.where(F.col("exact_key").isNotNull())
-        .select("exact_key", "text")
-        .join(keys, "exact_key")
-        .dropDuplicates(["exact_key"])
-        .select("fingerprint", "text")
+    raw = docs.select(F.col(config.id_col).alias("id"), F.col(config.text_col).cast("binary").alias("raw"))
+    return raw.join(wanted, "id").select(
+        "fingerprint",
+        udfs.normalised_text(F.col("raw"), config.html, config.extract).getField("text").alias("text"),
     )
 
 
-def checked_fingerprints(
-    fingerprints: DataFrame, normalised: DataFrame, texts: DataFrame, policy: VerifyConfig
-) -> DataFrame:
+def checked_fingerprints(fingerprints: DataFrame, signed: DataFrame, policy: VerifyConfig) -> DataFrame:
     """`fingerprints` (`fingerprint`, distinct) with `checked` (bool): whether the policy
     checks every pair the fingerprint is in, so that the band join must list those pairs
     rather than summarise them (`core/hot_runs.hot_run_edges`).
 
-    normalised: `exact_key`, `text`; texts: `exact_key`, `fingerprint` (see
-    `texts_by_fingerprint`). A pair's text pairs are checked when the shorter text has fewer
-    than `policy.below_chars` characters (`is_checked`), and the pair is kept when any text
-    pair is unchecked or passes (`scored_pairs`). So a pair of two fingerprints that each
-    have a text of at least below_chars characters is always kept: such a fingerprint is
-    unchecked. Any other fingerprint is checked: all when below_chars is None, none when the
-    policy is off. A fingerprint with no known text counts as checked (listing is always
-    safe). The lengths are those `scored_pairs` compares (Spark's `length` of the text).
+    signed: `fingerprint`, `chars` (`documents.signed_documents`). A pair's text pairs are
+    checked when the shorter text has fewer than `policy.below_chars` characters, and the
+    pair is kept when any text pair is unchecked or passes (`scored_pairs`). So a pair of two
+    fingerprints that each have a text of at least below_chars characters is always kept:
+    such a fingerprint is unchecked. Any other fingerprint is checked: all when below_chars
+    is None, none when the policy is off. A fingerprint with no known text counts as checked
+    (listing is always safe). The lengths are those `scored_pairs` compares (characters).
     """
     if policy.threshold is None:
         return fingerprints.select("fingerprint", F.lit(False).alias("checked"))
     if policy.below_chars is None:
         return fingerprints.select("fingerprint", F.lit(True).alias("checked"))
-    longest = (
-        normalised.where(F.col("exact_key").isNotNull())
-        .groupBy("exact_key")
-        .agg(F.max(F.length("text")).alias("chars"))
-        .join(texts.where(F.col("fingerprint").isNotNull()).select("exact_key", "fingerprint"), "exact_key")
-        .groupBy("fingerprint")
-        .agg(F.max("chars").alias("chars"))
-    )
+    longest = signed.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.max("chars").alias("chars"))
     return fingerprints.select("fingerprint").join(longest, "fingerprint", "left").select(
         "fingerprint",
         F.coalesce(F.col("chars") < F.lit(policy.below_chars), F.lit(True)).alias("checked"),
@@ -130,11 +122,30 @@ def kept_pairs(scored: DataFrame) -> DataFrame:
     return scored.where("kept").select("fp_a", "fp_b", "distance")
 
 
-def verify_pairs(
-    pairs: DataFrame, normalised: DataFrame, texts: DataFrame, policy: VerifyConfig
-) -> DataFrame:
-    """`scored_pairs` of the band join's pairs against the run's texts (see `NearDuplicates`)."""
-    return scored_pairs(pairs, texts_by_fingerprint(normalised, texts, pairs), policy)
+def verify_pairs(pairs: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig) -> DataFrame:
+    """`scored_pairs` of the band join's pairs (`fp_a`, `fp_b`, `distance`), every one of them.
+
+    Only pairs with a checked fingerprint (`checked_fingerprints`) need texts; the others are
+    kept unchecked without one (`checked` false, `similarity` null), so a run of long texts
+    never goes back to its input. signed, docs: see `texts_by_fingerprint`.
+    """
+    policy = config.verify
+    flags = checked_fingerprints(
+        pairs.select(F.col("fp_a").alias("fingerprint")).union(pairs.select(F.col("fp_b").alias("fingerprint"))).distinct(),
+        signed,
+        policy,
+    )
+    checked_a = flags.select(F.col("fingerprint").alias("fp_a"), F.col("checked").alias("checked_a"))
+    checked_b = flags.select(F.col("fingerprint").alias("fp_b"), F.col("checked").alias("checked_b"))
+    marked = pairs.join(checked_a, "fp_a").join(checked_b, "fp_b")
+    needing = marked.where(F.col("checked_a") | F.col("checked_b")).select("fp_a", "fp_b", "distance")
+    unchecked = marked.where(~(F.col("checked_a") | F.col("checked_b"))).select(
+        "fp_a", "fp_b", "distance",
+        F.lit(False).alias("checked"), F.lit(None).cast("double").alias("similarity"), F.lit(True).alias("kept"),
+    )
+    wanted = needing.select(F.col("fp_a").alias("fingerprint")).union(needing.select(F.col("fp_b").alias("fingerprint")))
+    scored = scored_pairs(needing, texts_by_fingerprint(signed, docs, config, wanted), policy)
+    return scored.unionByName(unchecked)
 
 
 def counts(scored: DataFrame, policy: VerifyConfig) -> dict[str, Any]:

@@ -35,11 +35,24 @@ from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.extract import extract as extract_html
 from simhash_udf.core.fingerprint import fingerprints, signatures
 from simhash_udf.core.normalise import normalise
+from simhash_udf.core.text_signatures import text_signatures
 from simhash_udf.files.encoding import decode_utf8
 
 NORMALISED_TYPE = StructType(
     [
         StructField("text", StringType(), True),
+        StructField("invalid_utf8", BooleanType(), True),
+        StructField("extract_fallback", BooleanType(), True),
+    ]
+)
+
+SIGNATURES_TYPE = StructType(
+    [
+        StructField("exact_key", BinaryType(), True),
+        StructField("chars", IntegerType(), True),
+        StructField("fingerprint", LongType(), True),
+        StructField("n_features", IntegerType(), True),
+        StructField("sketch", BinaryType(), True),
         StructField("invalid_utf8", BooleanType(), True),
         StructField("extract_fallback", BooleanType(), True),
     ]
@@ -52,6 +65,58 @@ FINGERPRINT_TYPE = StructType(
         StructField("sketch", BinaryType(), True),
     ]
 )
+
+
+def _normalise_values(raw: pd.Series, html: bool, extract: str) -> tuple[list[str | None], list[bool], list[bool]]:
+    """Each raw value (UTF-8 bytes) decoded, extracted when `html`, and normalised: the texts
+    (None for a null value), whether its bytes were invalid UTF-8, whether `main` fell back."""
+    texts: list[str | None] = []
+    invalid: list[bool] = []
+    fallbacks: list[bool] = []
+    for value in raw:
+        text, bad = decode_utf8(value)
+        fallback = False
+        if text is not None and html:
+            text, fallback = extract_html(text, extract)
+        if text is not None:
+            text = normalise(text)
+        texts.append(text)
+        invalid.append(bad)
+        fallbacks.append(fallback)
+    return texts, invalid, fallbacks
+
+
+def document_signatures(
+    raw_text: Column, html: bool, extract: str, config: FingerprintConfig, sketch: SketchConfig | None
+) -> Column:
+    """The one pass over the text: struct<exact_key: binary, chars: int, fingerprint: long,
+    n_features: int, sketch: binary, invalid_utf8: boolean, extract_fallback: boolean> of a
+    binary (UTF-8 bytes) column.
+
+    Decode, extract (HTML), normalise, then `core/text_signatures.text_signatures`: the exact
+    key (SHA-256 of the normalised text), its length in characters, fingerprint and sketch,
+    all null for an empty text. invalid_utf8 and extract_fallback as in `normalised_text`. The
+    text itself is not returned: no later stage needs it (the short-text check normalises the
+    few texts it compares again, `short_text_check.texts_by_fingerprint`).
+    """
+
+    @pandas_udf(SIGNATURES_TYPE)  # type: ignore[call-overload]
+    def signatures_batch(raw: pd.Series) -> pd.DataFrame:
+        texts, invalid, fallbacks = _normalise_values(raw, html, extract)
+        found = text_signatures(texts, config, sketch)
+        return pd.DataFrame(
+            {
+                "exact_key": found.exact_key,
+                "chars": pd.array(found.chars, dtype="Int32"),
+                "fingerprint": pd.array(found.fingerprint, dtype="Int64"),
+                "n_features": found.n_features,
+                "sketch": found.sketch,
+                "invalid_utf8": invalid,
+                "extract_fallback": fallbacks,
+            }
+        )
+
+    return signatures_batch(raw_text)
 
 
 def normalised_text(raw_text: Column, html: bool, extract: str = "main") -> Column:
@@ -68,19 +133,7 @@ def normalised_text(raw_text: Column, html: bool, extract: str = "main") -> Colu
 
     @pandas_udf(NORMALISED_TYPE)  # type: ignore[call-overload]
     def normalise_batch(raw: pd.Series) -> pd.DataFrame:
-        texts: list[str | None] = []
-        invalid: list[bool] = []
-        fallbacks: list[bool] = []
-        for value in raw:
-            text, bad = decode_utf8(value)
-            fallback = False
-            if text is not None and html:
-                text, fallback = extract_html(text, extract)
-            if text is not None:
-                text = normalise(text)
-            texts.append(text)
-            invalid.append(bad)
-            fallbacks.append(fallback)
+        texts, invalid, fallbacks = _normalise_values(raw, html, extract)
         return pd.DataFrame({"text": texts, "invalid_utf8": invalid, "extract_fallback": fallbacks})
 
     return normalise_batch(raw_text)

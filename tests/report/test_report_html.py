@@ -279,11 +279,11 @@ def test_explain_lists_the_stages_and_the_expected_candidates():
     assert f"expected candidate pairs with the chosen plan: about {expected:,.0f} by chance" in text_run
     assert "  <- chosen by the cost model" in [line for line in text_run.splitlines() if line.split()[:1] == ["4"]][0]
     listed = [line.split()[0] for line in text_run.split("stages of the run")[1].splitlines()[1:]]
-    assert listed[:3] == ["read", "check_ids", "normalise"] and listed[-1] == "report"
+    assert listed[:3] == ["read", "check_ids", "signatures"] and listed[-1] == "report"
     assert "sample_pairs" in listed and "parse" not in listed
     given = explain_module.explain(1000, bands.choose_plan(1000, 3), fmt="json", fingerprint_col=True, write_pairs=False)
     listed = [line.split()[0] for line in given.split("stages of the run")[1].splitlines()[1:]]
-    assert "parse" in listed and "normalise" not in listed and "pairs" not in listed and "sample_pairs" not in listed
+    assert "parse" in listed and "signatures" not in listed and "pairs" not in listed and "sample_pairs" not in listed
 
 
 # --- Spark: the sample of pairs, and the page the job writes -------------------------------

@@ -178,7 +178,10 @@ def test_report_counts_match_the_outputs(spark, sample_run):
     assert report["join"]["verified_pairs"] == pairs == sum(report["distances"].values())
     assert report["join"]["candidate_pairs"] >= pairs
     assert report["band_plan"]["blocks"] > report["parameters"]["k"]
-    assert set(report["stage_seconds"]) >= {"read", "normalise", "fingerprint", "verify", "components", "clusters"}
+    assert set(report["stage_seconds"]) >= {"read", "signatures", "verify", "components", "clusters"}
+    # Every Spark job of the run is counted, those of the stages among them.
+    assert set(report["stage_jobs"]) == set(report["stage_seconds"])
+    assert report["spark_jobs"] >= sum(report["stage_jobs"].values()) > 0
     assert not any(p.name.startswith(".") for p in sample_run.parent.iterdir()), "staging left behind"
 
 

@@ -24,10 +24,31 @@ TEXTS = {
 }
 
 
+def normalised_in_spark_sql(frame):
+    """The normalised text by the normalising UDF, and its exact key and length by Spark SQL
+    (sha2, length): an independent reference for the one pass, which computes both in Python."""
+    from pyspark.sql import functions as F
+
+    from simhash_udf.stages import udfs
+
+    n = udfs.normalised_text(F.col("text").cast("binary"), False).alias("n")
+    text = F.col("n.text")
+    empty = text.isNull() | (F.length(text) == 0)
+    return frame.select("id", n).select(
+        "id",
+        F.when(empty, F.lit(None)).otherwise(text).alias("text"),
+        F.when(empty, F.lit(None)).otherwise(F.unhex(F.sha2(text, 256))).alias("exact_key"),
+        F.when(empty, F.lit(None)).otherwise(F.length(text)).alias("chars"),
+        F.col("n.invalid_utf8").alias("invalid_utf8"),
+        F.col("n.extract_fallback").alias("extract_fallback"),
+        F.when(empty, F.lit("empty")).alias("reason"),
+    )
+
+
 @pytest.fixture(scope="module")
 def normalised(spark):
     frame = spark.createDataFrame(sorted(TEXTS.items(), key=lambda kv: kv[0]), "id long, text string")
-    return {r["id"]: r for r in documents.normalise_documents(frame, DedupeConfig()).collect()}
+    return {r["id"]: r for r in normalised_in_spark_sql(frame).collect()}
 
 
 def test_normalised_text_and_exact_key_match_the_pure_functions(normalised):
@@ -44,17 +65,38 @@ def test_normalised_text_and_exact_key_match_the_pure_functions(normalised):
     assert normalised[7]["text"] == "full width text"
 
 
-def test_fingerprint_udf_equals_the_pure_fingerprint(spark, normalised):
+def test_fingerprint_udf_equals_the_pure_fingerprint(spark):
     config = FingerprintConfig(min_features=4)
-    texts = documents.distinct_texts(spark.createDataFrame([r for r in normalised.values()]))
-    rows = documents.fingerprint_texts(texts, config).collect()
-    by_key = {bytes(r["exact_key"]): r for r in rows}
-    assert len(rows) == 3  # 1=2 and 3=4 collapse, 7 alone; 5 and 6 are empty
+    frame = spark.createDataFrame(sorted(TEXTS.items(), key=lambda kv: kv[0]), "id long, text string")
+    dedupe = DedupeConfig(fingerprint=config)
+    signed = documents.signed_documents(frame, dedupe)
+    by_id = {r["id"]: r for r in signed.collect()}
+    texts = documents.distinct_texts(signed).collect()
+    by_key = {bytes(r["exact_key"]): r for r in texts}
+    assert len(texts) == 3  # 1=2 and 3=4 collapse, 7 alone; 5 and 6 are empty
     for doc_id in (1, 3, 7):
-        text = normalised[doc_id]["text"]
-        row = by_key[bytes(normalised[doc_id]["exact_key"])]
+        text = normalise(TEXTS[doc_id])
+        row = by_id[doc_id]
         assert row["fingerprint"] == fingerprint(text, config)
-    assert by_key[bytes(normalised[1]["exact_key"])]["n_documents"] == 2
+        assert row["chars"] == len(text)
+        assert bytes(row["exact_key"]) == hashlib.sha256(text.encode("utf-8")).digest()
+    assert by_key[bytes(by_id[1]["exact_key"])]["n_documents"] == 2
     # "full width text" has 3 features: too short at min_features=4, so no fingerprint.
-    assert by_key[bytes(normalised[7]["exact_key"])]["fingerprint"] is None
-    assert by_key[bytes(normalised[7]["exact_key"])]["n_features"] == 3
+    assert by_id[7]["fingerprint"] is None and by_id[7]["reason"] == "too_short"
+    assert by_id[7]["n_features"] == 3
+    assert by_key[bytes(by_id[7]["exact_key"])]["fingerprint"] is None
+    for doc_id in (5, 6):
+        assert (by_id[doc_id]["exact_key"], by_id[doc_id]["fingerprint"], by_id[doc_id]["reason"]) == (None, None, "empty")
+
+
+def test_one_pass_equals_normalising_then_hashing_in_spark_sql(spark):
+    """The one pass computes the exact key and the length in Python; they must be what Spark
+    SQL's sha2 and length give on the normalised text (the rows the job had before)."""
+    frame = spark.createDataFrame(sorted(TEXTS.items(), key=lambda kv: kv[0]), "id long, text string")
+    config = DedupeConfig()
+    before = {r["id"]: r for r in normalised_in_spark_sql(frame).collect()}
+    after = {r["id"]: r for r in documents.signed_documents(frame, config).collect()}
+    assert before.keys() == after.keys()
+    for doc_id, row in before.items():
+        for column in ("exact_key", "chars", "invalid_utf8", "extract_fallback"):
+            assert after[doc_id][column] == row[column], (doc_id, column)

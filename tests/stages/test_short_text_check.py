@@ -171,17 +171,19 @@ def test_job_rejects_a_bad_verify_value(spark, dedupe_main, tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_texts_by_fingerprint_holds_the_paired_fingerprints_texts_once(spark):
+def test_texts_by_fingerprint_normalises_the_paired_fingerprints_texts_again_once(spark):
+    from simhash_udf.core.config import DedupeConfig
     from simhash_udf.stages.short_text_check import texts_by_fingerprint
 
-    normalised = spark.createDataFrame(
-        [(1, "a b", b"k1"), (2, "a b", b"k1"), (3, "c d", b"k2"), (4, "e f", b"k3"), (5, "g h", b"k4"), (6, None, None)],
-        "id long, text string, exact_key binary",
+    docs = spark.createDataFrame(
+        [(1, "A  b"), (2, "a b"), (3, "c d"), (4, "e f"), (5, "g h"), (6, None)], "id long, text string"
     )
-    # k1 and k2 collide on fingerprint 10; k4 has no fingerprint (too short); 30 is unpaired.
-    texts = spark.createDataFrame(
-        [(b"k1", 10), (b"k2", 10), (b"k3", 30), (b"k4", None)], "exact_key binary, fingerprint long"
+    # ids 1 and 2 are one text (k1) once normalised; k1 and k2 collide on fingerprint 10;
+    # k4 has no fingerprint (too short); 30 is not asked for.
+    signed = spark.createDataFrame(
+        [(1, b"k1", 10), (2, b"k1", 10), (3, b"k2", 10), (4, b"k3", 30), (5, b"k4", None), (6, None, None)],
+        "id long, exact_key binary, fingerprint long",
     )
-    pairs = spark.createDataFrame([(10, 20, 2)], "fp_a long, fp_b long, distance int")
-    got = sorted((r["fingerprint"], r["text"]) for r in texts_by_fingerprint(normalised, texts, pairs).collect())
+    wanted = spark.createDataFrame([(10,), (20,)], "fingerprint long")
+    got = sorted((r["fingerprint"], r["text"]) for r in texts_by_fingerprint(signed, docs, DedupeConfig(), wanted).collect())
     assert got == [(10, "a b"), (10, "c d")]
