@@ -34,6 +34,9 @@ class Stages:
     the progress lines' estimate of documents done. progress_interval: seconds between two
     progress lines of a running stage (0: none); see `progress.watch`.
     seconds, rows: each stage's wall time and the row count of its (last) stored result.
+    jobs: how many Spark jobs each stage ran, counted in the job group `job_group` (set by
+    `count_jobs`; empty when no group is set): each job costs a scheduling round trip and
+    at least one task per partition, which is most of a small run's time.
     """
 
     work: str | None = None
@@ -42,6 +45,8 @@ class Stages:
     spark: SparkSession | None = None
     documents: int | None = None
     progress_interval: float = progress.DEFAULT_INTERVAL
+    jobs: dict[str, int] = field(default_factory=dict)
+    job_group: str | None = None
     _started: float = field(default_factory=time.perf_counter)
     _serial: int = 0
 
@@ -63,6 +68,19 @@ class Stages:
         self.record(name, start)
         return stored
 
+    def count_jobs(self, spark: SparkSession, group: str) -> None:
+        """Put every Spark job this thread submits from now on in job group `group`, so that
+        `spark_jobs` and each stage's `jobs` can be counted."""
+        self.spark = self.spark or spark
+        spark.sparkContext.setJobGroup(group, "simhash_udf run")
+        self.job_group = group
+
+    def spark_jobs(self) -> int:
+        """The Spark jobs run so far in the job group (0 without one)."""
+        if self.job_group is None or self.spark is None:
+            return 0
+        return len(self.spark.sparkContext.statusTracker().getJobIdsForGroup(self.job_group))
+
     def record(self, name: str, start: float) -> None:
         """Add the time since `start` to stage `name` and log it."""
         self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
@@ -82,11 +100,20 @@ class Stages:
 
     @contextmanager
     def _running(self, name: str) -> Iterator[None]:
+        """Log the stage's start, then its progress every few seconds until it ends; count its
+        Spark jobs."""
+        jobs_before = self.spark_jobs()
+        with self._watched(name):
+            yield
+        self.jobs[name] = self.jobs.get(name, 0) + self.spark_jobs() - jobs_before
+
+    @contextmanager
+    def _watched(self, name: str) -> Iterator[None]:
         """Log the stage's start, then its progress every few seconds until it ends."""
         log.info("stage %s: started (%.1f s into the run)", name, time.perf_counter() - self._started)
-        # Only the normalise stage goes through the documents one by one in even partitions,
+        # Only the signatures stage goes through the documents one by one in even partitions,
         # so that only there the share of tasks done says how many documents are done.
-        per_document = self.documents if name == "normalise" else None
+        per_document = self.documents if name == "signatures" else None
         sc = self.spark.sparkContext if self.spark is not None else None
         with progress.watch(sc, name, self._started, per_document, self.progress_interval):
             yield
