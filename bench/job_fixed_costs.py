@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     report: dict = {"quick": args.quick, "load_start": load_average()}
     with job_tree(args.rev) as tree:
-        report["job_commit"] = tree.commit or working_tree_commit()
+        report["job_commit"] = (tree.commit or "")[:10] or working_tree_commit()
         if "documents" in parts:
             report["documents"] = measure_documents(tree, args)
         if "sample" in parts:

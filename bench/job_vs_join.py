@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"k": K, "repeats": args.repeats, "driver_memory": args.driver_memory,
                     "load_start": load_average(), "results": []}
     with job_tree(args.rev) as tree:
-        report["job_commit"] = tree.commit or working_tree_commit()
+        report["job_commit"] = (tree.commit or "")[:10] or working_tree_commit()
         for n in sizes:
             report["results"].append(measure_size(tree, n, args))
     report["load_end"] = load_average()

@@ -83,6 +83,16 @@ def test_summary_takes_the_rate_of_the_medians_and_skips_failed_runs():
     assert s["job_over_recipe"] == pytest.approx(1001 / 50)
 
 
+def test_the_recipe_s_rate_comes_from_its_own_big_input_when_it_had_one():
+    report = _report()
+    report["inputs"].append({"language": "zh", "size": "recipe-big", "path": "c", "documents": 90, "mb": 45.0})
+    report["runs"]["zh-big"]["recipe"] = []
+    report["runs"]["zh-recipe-big"] = {"job": [], "recipe": [_run(251, 300, {})]}
+    s = job_throughput.summarise(report)["zh"]
+    assert s["methods"]["recipe"]["mb_per_s_per_core"] == pytest.approx(40 / 200 / 2)  # (45 - 5) MB in 251 - 51 s
+    assert s["methods"]["job"]["mb_per_s_per_core"] == pytest.approx(200 / 50 / 2)  # the job's big input still
+
+
 def test_verdict_says_met_or_by_how_much_it_missed():
     assert job_throughput.verdict(5.0, 5.0) == "met"
     assert job_throughput.verdict(2.5, 5.0) == "missed by 2.00x"
