@@ -93,6 +93,16 @@ def test_the_recipe_s_rate_comes_from_its_own_big_input_when_it_had_one():
     assert s["methods"]["job"]["mb_per_s_per_core"] == pytest.approx(200 / 50 / 2)  # the job's big input still
 
 
+def test_a_rate_that_could_not_be_read_off_is_not_measured():
+    report = _report()
+    report["runs"]["zh-big"]["job"] = [_run(20, 30, {"fp": 1})]  # the big run took less time than the small
+    summary = job_throughput.summarise(report)
+    assert summary["zh"]["job_over_function"] is None and summary["zh"]["job_over_recipe"] is None
+    text = "\n".join(job_throughput.section_lines({**report, "summary": summary}, "x"))
+    assert "nan" not in text
+    assert text.split("### Targets")[1].count("not measured") == 5
+
+
 def test_verdict_says_met_or_by_how_much_it_missed():
     assert job_throughput.verdict(5.0, 5.0) == "met"
     assert job_throughput.verdict(2.5, 5.0) == "missed by 2.00x"
@@ -107,8 +117,8 @@ def test_the_section_judges_every_target():
     targets = text.split("### Targets", 1)[1]
     rows = [line for line in targets.splitlines() if line.startswith("| Chinese")]
     assert len(rows) == 5  # MB/s, share of the function, over the recipe, two anchors
-    assert "| 2.00 | missed by 2.50x |" in rows[0]  # 2 MB/s per core against 5
-    assert "| 25% | missed by 2.00x |" in rows[1]
+    assert "| 2.00 (on CPU seconds: 1.98 MB per CPU-second) | missed by 2.50x |" in rows[0]  # 2 MB/s per core vs 5
+    assert "| 25% (on CPU seconds: 22%) | missed by 2.00x |" in rows[1]  # 1.98 / 9.0 MB per CPU-second
     assert "| 20.02x | met |" in rows[2]
     assert "| 5.0x | missed by 2.00x |" in rows[3]  # 2.0 / 0.4 BigCode
     assert "1 failed" in text.split("### Targets")[0]  # the recipe's failed run is shown
