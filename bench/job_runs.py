@@ -47,11 +47,11 @@ def working_tree_commit() -> str:
 @contextlib.contextmanager
 def job_tree(rev: str | None) -> Iterator[JobTree]:
     """The repository root (rev None) or `rev` checked out as a worktree under
-    build/commit-cost/ (removed on exit)."""
+    build/commit-cost/ (one per process; removed on exit)."""
     if rev is None:
         yield JobTree(ROOT, None)
         return
-    tree = add_worktree("bench-job", rev)
+    tree = add_worktree(f"bench-job-{os.getpid()}", rev)  # per process: two benchmarks may run at once
     try:
         yield JobTree(tree.path, tree.commit)
     finally:
