@@ -145,7 +145,8 @@ def measure_sample(tree, args: argparse.Namespace) -> dict:
     return {"runs": runs, "wall_s": [r["wall_s"] for r in ok], "total_seconds": totals,
             "median_total_seconds": statistics.median(totals) if totals else None,
             "median_wall_s": statistics.median([r["wall_s"] for r in ok]) if ok else None,
-            "spark_jobs": jobs, "stage_seconds": ok[0]["stage_seconds"] if ok else {}}
+            "spark_jobs": jobs, "stage_seconds": ok[0]["stage_seconds"] if ok else {},
+            "stage_jobs": ok[0].get("stage_jobs", {}) if ok else {}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,18 +187,22 @@ DOCUMENTS_TITLE = "## 7. The job on short documents: per-document fixed costs (i
 SAMPLE_TITLE = "## 9. The sample's job time (issue 14)"
 
 
-def stage_table(stage_seconds: dict[str, float], total: float | None) -> list[str]:
-    """Markdown rows: each stage's seconds and share of the total, largest first."""
-    lines = ["| stage | seconds | share of total_seconds |", "|---|---:|---:|"]
+def stage_table(stage_seconds: dict[str, float], total: float | None,
+                stage_jobs: dict[str, int] | None = None) -> list[str]:
+    """Markdown rows: each stage's seconds, share of the total and (when the report counts
+    them) Spark jobs, largest first."""
+    jobs = stage_jobs or {}
+    lines = ["| stage | seconds | share of total_seconds | Spark jobs |", "|---|---:|---:|---:|"]
     for stage, seconds in sorted(stage_seconds.items(), key=lambda kv: -kv[1]):
         share = f"{seconds / total:.0%}" if total else ""
-        lines.append(f"| {stage} | {seconds:.2f} | {share} |")
+        lines.append(f"| {stage} | {seconds:.2f} | {share} | {jobs.get(stage, '-')} |")
     return lines
 
 
 def documents_lines(report: dict, command: str) -> list[str]:
     d = report["documents"]
     item, run = d["input"], d["run"]
+    total = "-" if run.get("total_seconds") is None else f"{run['total_seconds']:.1f}"
     lines = [
         DOCUMENTS_TITLE,
         "",
@@ -214,7 +219,8 @@ def documents_lines(report: dict, command: str) -> list[str]:
         "| documents | wall s | report total_seconds | documents/s per core (wall) | documents/s per core "
         "(total_seconds) | CPU s | peak RSS GB (JVM, Python workers) | Spark jobs |",
         "|---:|---:|---:|---:|---:|---:|---|---:|",
-        f"| {fmt_n(item['documents'])} | {run['wall_s']:.1f} | {run.get('total_seconds') or '-'} | "
+        f"| {fmt_n(item['documents'])} | {run['wall_s']:.1f} | "
+        f"{total} | "
         f"{d['docs_per_s_per_core']:,.0f} | "
         + (f"{d['docs_per_s_per_core_report']:,.0f}" if d.get("docs_per_s_per_core_report") else "-")
         + f" | {run['cpu_s']:.0f} | {run['peak_rss'] / 2**30:.2f} ({run['peak_jvm_rss'] / 2**30:.2f}, "
@@ -222,7 +228,7 @@ def documents_lines(report: dict, command: str) -> list[str]:
         "",
         "Stage breakdown (report.json `stage_seconds`):",
         "",
-        *stage_table(run["stage_seconds"], run.get("total_seconds")),
+        *stage_table(run["stage_seconds"], run.get("total_seconds"), run.get("stage_jobs")),
         "",
         "### Targets",
         "",
@@ -257,7 +263,7 @@ def sample_lines(report: dict, command: str) -> list[str]:
         "",
         "Stage breakdown of the first run (report.json `stage_seconds`):",
         "",
-        *stage_table(s["stage_seconds"], s["total_seconds"][0] if s["total_seconds"] else None),
+        *stage_table(s["stage_seconds"], s["total_seconds"][0] if s["total_seconds"] else None, s.get("stage_jobs")),
         "",
         "### Targets",
         "",

@@ -87,12 +87,14 @@ def measured_process(command: list[str], cwd: Path, env: dict[str, str], timeout
 
 def report_fields(report: dict) -> dict:
     """What the benchmarks keep of a report.json: total_seconds, stage_seconds, spark_jobs
-    (None when the report has none), the counts and the join's pairs."""
+    (None when the report has none) and stage_jobs (each stage's Spark jobs; empty when
+    none), the counts and the join's pairs."""
     counts = report.get("counts", {})
     return {
         "total_seconds": report.get("total_seconds"),
         "stage_seconds": report.get("stage_seconds", {}),
         "spark_jobs": report.get("spark_jobs"),
+        "stage_jobs": report.get("stage_jobs", {}),
         "counts": {k: v for k, v in counts.items() if isinstance(v, int)},
         "verified_pairs": report.get("join", {}).get("verified_pairs"),
     }

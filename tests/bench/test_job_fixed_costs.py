@@ -74,7 +74,7 @@ def test_short_documents_are_n_rows_with_a_copy_of_every_tenth(n):
 
 def _report() -> dict:
     run = {"wall_s": 400.0, "cpu_s": 700.0, "total_seconds": 380.0, "peak_rss": 6 * 2**30, "peak_jvm_rss": 5 * 2**30,
-           "peak_python_workers_rss": 2**30, "spark_jobs": 31, "stage_seconds": {"fingerprint": 300.0, "join": 50.0}}
+           "peak_python_workers_rss": 2**30, "spark_jobs": 31, "stage_seconds": {"fingerprint": 300.0, "join": 50.0}, "stage_jobs": {"join": 4}}
     sample = [{"wall_s": w, "total_seconds": t, "spark_jobs": 12, "stage_seconds": {"read": 1.0}}
               for w, t in ((20.0, 9.0), (18.0, 7.0), (30.0, 12.0))]
     return {
@@ -90,8 +90,8 @@ def _report() -> dict:
 
 def test_the_documents_section_shows_the_run_and_its_stages():
     text = "\n".join(fixed.documents_lines(_report(), "python -m bench.job_fixed_costs"))
-    assert "| 1M | 400.0 | 380.0 | 1,250 | 1,316 | 700 | 6.00 (5.00, 1.00) | 31 |" in text
-    assert "| fingerprint | 300.00 | 79% |" in text
+    assert "| 1M | 400.0 | 380.0 | 1,250 | 1,316 | 700 | 6.00 (5.00, 1.00) | 31 |" in text  # 1M / 400 s / 2 cores
+    assert "| fingerprint | 300.00 | 79% | - |" in text and "| join | 50.00 | 13% | 4 |" in text
     assert text.index("| fingerprint |") < text.index("| join |")
     assert "driver 8g, peak RSS 6.00 GB | met |" in text
 
