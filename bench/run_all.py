@@ -1,9 +1,11 @@
 """Run every benchmark in bench/ and write bench/RESULTS.md: the one command (from the
 repository root; each benchmark runs as `python -m bench.<script>` in its own process).
 
-    .venv/bin/python -m bench.run_all            # under 30 minutes on 2 cores
+    .venv/bin/python -m bench.run_all            # sections 1-5 ~26 minutes on 2 cores; 6-9 (issue 14) add
+                                                 # ~30-40 with today's job (~25 with --recipe-big-mb 40)
     .venv/bin/python -m bench.run_all --quick    # a few minutes: small samples and sizes
     .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only
+    .venv/bin/python -m bench.run_all --sections job-throughput,job-documents,job-vs-join,job-sample
     .venv/bin/python -m bench.run_all --with-index   # also bench/index_lookup.py (slow; it
                                                     # writes its own bench/RESULTS-index.md)
 
@@ -224,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--join-sizes", default=None, help="python -m bench.join_scale --sizes (default 1M,4M,16M,64M)")
     parser.add_argument("--driver-memory", default="8g",
                         help="Spark driver memory of the join, skew and whole-job (6-9) runs")
+    parser.add_argument("--recipe-big-mb", type=float, default=None,
+                        help="job-throughput: the recipe's big input in MB (default the job's 200 MB; 40 saves "
+                        "~7 minutes)")
     parser.add_argument("--job-rev", default=None,
                         help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
     args = parser.parse_args(argv)

@@ -265,6 +265,8 @@ def job_throughput_run(args: argparse.Namespace) -> list[str]:
     from bench.job_throughput import SECTION_TITLE, section_lines
 
     script_args = (["--quick", "--repeats", "1"] if args.quick else ["--repeats", str(args.repeats)]) + _job_args(args)
+    if getattr(args, "recipe_big_mb", None) and not args.quick:
+        script_args += ["--recipe-big-mb", f"{args.recipe_big_mb:g}"]
     report = run_module_json("job_throughput", script_args)
     if report is None:
         return _failed(SECTION_TITLE, "job_throughput")
