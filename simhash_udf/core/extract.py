@@ -18,6 +18,7 @@ count the fallbacks instead of fingerprinting an empty document.
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import NamedTuple
 
 from simhash_udf.core.config import EXTRACT_MODES
@@ -39,27 +40,46 @@ class Extraction(NamedTuple):
     fallback: bool
 
 
-def main_content(html: str) -> str:
-    """The main content of a page as plain text, by trafilatura ("" when it finds none).
+# trafilatura's keyword arguments for `main_content`: comments out (they differ between two
+# crawls of one article), tables in (content on many pages), `fast=True` (no readability and
+# jusText fallbacks: measured on 272 real pages they changed the mean distance to the article
+# by under 0.1 bit and cost a third more time, docs/extraction.md).
+TRAFILATURA_ARGS: dict[str, object] = {
+    "fast": True,
+    "include_comments": False,
+    "include_tables": True,
+    "include_images": False,
+    "include_links": False,
+    "deduplicate": False,
+    "output_format": "txt",
+}
 
-    Comments are left out (they differ between two crawls of one article), tables are kept
-    (they are content on many pages). `fast=True` skips trafilatura's own fallback
-    extractors (readability and jusText): measured on 272 real pages, they changed the mean
-    distance to the article by under 0.1 bit and cost a third more time (docs/extraction.md).
+
+@lru_cache(maxsize=1)
+def _trafilatura_options():  # -> trafilatura.settings.Extractor
+    """TRAFILATURA_ARGS as one `Extractor`, built once per process.
+
+    `trafilatura.extract(html, **kwargs)` builds an `Extractor` on every call, reading its
+    configparser settings each time; passing a prebuilt one gives the same text (checked on
+    the 272 real pages of bench/extractors.py and in tests/core/test_extract_options.py) about
+    3% faster (issue 14). trafilatura copies it before changing anything (its recall retry).
     """
+    from trafilatura.settings import Extractor
+
+    a = TRAFILATURA_ARGS
+    return Extractor(
+        output_format=a["output_format"], fast=a["fast"], comments=a["include_comments"],
+        tables=a["include_tables"], images=a["include_images"], links=a["include_links"],
+        dedup=a["deduplicate"],
+    )
+
+
+def main_content(html: str) -> str:
+    """The main content of a page as plain text, by trafilatura ("" when it finds none),
+    with the settings of TRAFILATURA_ARGS."""
     import trafilatura
 
-    text = trafilatura.extract(
-        html,
-        fast=True,
-        include_comments=False,
-        include_tables=True,
-        include_images=False,
-        include_links=False,
-        deduplicate=False,
-        output_format="txt",
-    )
-    return text or ""
+    return trafilatura.extract(html, options=_trafilatura_options()) or ""
 
 
 def extract(html: str, mode: str = "main") -> Extraction:
