@@ -65,7 +65,7 @@ def find_against_index(
     with at least one fingerprint new to the index (older ones were output before).
     """
     plan = session.plan
-    fingerprinted, signed, texts = fingerprint_documents(docs, config, stages)
+    fingerprinted, signed = fingerprint_documents(docs, config, stages)
     id_type = fingerprinted.schema["id"].dataType.simpleString()
     if session.base.id_type and session.base.id_type != id_type:
         raise IndexError_(
@@ -113,12 +113,12 @@ def find_against_index(
     near_index = matches.where("distance > 0")
     session.stats["pairs_with_indexed"] = near_index.count()
     sketches = None
-    if texts is not None and config.sketch.jaccard is not None:
+    if signed is not None and config.sketch.jaccard is not None:
         # The sketch route within the batch and against the indexed sketches: its pairs join
         # the edges, the matches and pairs/ exactly like the lookup's (`index.sketch_lookup`).
         indexed = sketch_lookup.indexed_nodes(entries) if entries is not None else None
         route = sketch_lookup.take_sketch_route(
-            sketch_lookup.batch_nodes(texts, marked.where(active), indexed, indexed_fps),
+            sketch_lookup.batch_nodes(signed, marked.where(active), indexed, indexed_fps),
             batch_pairs, near_index, new_fps, indexed, config.sketch, config.k, stages,
             lambda name, frame: _stage(session, stages, name, frame),
         )
@@ -213,7 +213,7 @@ def find_against_index(
     added = assign.new_entries(clustered_full, marked, sources, indexed_fps, session.run_id, sketches)
     with stages.timed("index_write"):
         session.write_segment(added, plan)
-    return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, texts, plan, stats)
+    return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
 
 
 def _stage(session: IndexSession, stages: Stages, name: str, frame: DataFrame) -> DataFrame:

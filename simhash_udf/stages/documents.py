@@ -228,24 +228,6 @@ def fingerprinted_documents(signed: DataFrame) -> DataFrame:
     )
 
 
-def distinct_texts(signed: DataFrame) -> DataFrame:
-    """One row per distinct normalised text, from the documents' signatures: `exact_key`,
-    `fingerprint`, `chars`, `sketch`, `n_documents`.
-
-    signed: `signed_documents`'s rows. Every document of one text carries the same values
-    (they are functions of the text), so any row's stand for the text's."""
-    return (
-        signed.where(F.col("exact_key").isNotNull())
-        .groupBy("exact_key")
-        .agg(
-            F.any_value("fingerprint").alias("fingerprint"),
-            F.any_value("chars").alias("chars"),
-            F.any_value("sketch").alias("sketch"),
-            F.count(F.lit(1)).alias("n_documents"),
-        )
-    )
-
-
 def given_fingerprints(documents: DataFrame, config: DedupeConfig) -> DataFrame:
     """Documents whose input already carries fingerprints (`--fingerprint-col`):
     `id`, [`keep_by`], `exact_key` (null: there is no text), `fingerprint`, `reason`

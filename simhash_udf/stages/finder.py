@@ -38,7 +38,6 @@ class NearDuplicates:
     new to it).
     fingerprint_pairs: `fp_a`, `fp_b`, `distance`, `jaccard` (the same pairs, by fingerprint).
     signed: every document's signatures, `documents.signed_documents` (text input only).
-    texts: `exact_key`, `fingerprint`, `chars`, `sketch`, `n_documents` (text input only).
     plan: the band plan used, saying how it was chosen (`BandPlan.reason`).
     join_stats: counts and hot buckets of the join (`join.join_stats`), `distinct_fingerprints`,
     and, when the short-text check ran, `verify` (`short_text_check.counts`).
@@ -48,7 +47,6 @@ class NearDuplicates:
     pairs: DataFrame
     fingerprint_pairs: DataFrame
     signed: DataFrame | None
-    texts: DataFrame | None
     plan: bands.BandPlan
     join_stats: dict[str, Any]
 
@@ -77,16 +75,15 @@ class Finder(Protocol):
 
 def fingerprint_documents(
     docs: DataFrame, config: DedupeConfig, stages: Stages
-) -> tuple[DataFrame, DataFrame | None, DataFrame | None]:
+) -> tuple[DataFrame, DataFrame | None]:
     """The stages up to every document's fingerprint (the start of every finder).
 
-    Returns (fingerprinted, signed, texts): see `documents.fingerprinted_documents` (or
-    `documents.given_fingerprints`), `documents.signed_documents` and `documents.distinct_texts`
-    (None when the input carries its own fingerprints). Only `signed` is stored: it is the one
-    pass over the text, the run's restart point, and every later stage reads it; the other
-    two are views of it.
+    Returns (fingerprinted, signed): see `documents.fingerprinted_documents` (or
+    `documents.given_fingerprints`) and `documents.signed_documents` (None when the input
+    carries its own fingerprints). `signed` is stored: it is the one pass over the text, the
+    run's restart point, and every later stage reads it; `fingerprinted` is a view of it.
     """
     if config.fingerprint_col:
-        return stages.materialise("fingerprint", documents.given_fingerprints(docs, config)), None, None
+        return stages.materialise("fingerprint", documents.given_fingerprints(docs, config)), None
     signed = stages.materialise("signatures", documents.signed_documents(docs, config))
-    return documents.fingerprinted_documents(signed), signed, documents.distinct_texts(signed)
+    return documents.fingerprinted_documents(signed), signed

@@ -29,7 +29,7 @@ class SelfJoinFinder:
 
     def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
         """Every stage from checked input documents to clusters and pairs (see `Finder.find`)."""
-        fingerprinted, signed, texts = fingerprint_documents(docs, config, stages)
+        fingerprinted, signed = fingerprint_documents(docs, config, stages)
         distinct = stages.materialise(
             "distinct_fingerprints",
             fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
@@ -60,24 +60,37 @@ class SelfJoinFinder:
         if checking:
             # The short-text policy: pairs of short texts must also share enough shingles
             # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
-            scored = stages.materialise("verify_texts", short_text_check.verify_pairs(fingerprint_pairs, signed, docs, config))
+            marked = stages.materialise("verify_texts", short_text_check.mark_pairs(fingerprint_pairs, signed, config.verify))
+            with stages.timed("verify_texts"):
+                needing = marked.where("needs_texts").limit(1).count()
+            if needing:
+                scored = stages.materialise("verify_texts", short_text_check.score_marked(marked, signed, docs, config))
+            else:
+                # No pair has a short text: none goes back to the input for its texts.
+                scored = short_text_check.unchecked(marked)
             stats["verify"] = short_text_check.counts(scored, config.verify)
             fingerprint_pairs = short_text_check.kept_pairs(scored)
-        if texts is not None and config.sketch.jaccard is not None:
-            fingerprint_pairs = _with_sketch_route(fingerprint_pairs, texts, config, stages, stats)
+        if signed is not None and config.sketch.jaccard is not None:
+            # The sketches straight from the documents' rows: one shuffle, not two (by text, then
+            # by fingerprint).
+            fingerprint_pairs = _with_sketch_route(fingerprint_pairs, signed, config, stages, stats)
         else:
             fingerprint_pairs = fingerprint_pairs.withColumn("jaccard", F.lit(None).cast("double"))
-        # Every round of the components is a stage result of its own; their times add up.
+        # A small edge set is labelled in one task; a big one in distributed rounds, each a stage
+        # result of its own (their times add up). The sketch route's pairs are stored: their
+        # count is known.
+        edge_count = stages.rows["jaccard"] if "sketch" in stats else None
         components = stages.materialise(
             "components",
             connected_components(
                 fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")),
                 materialise=lambda frame: stages.materialise("components", frame),
+                edge_count=edge_count,
             ),
         )
         clustered = clusters.assign_clusters(fingerprinted, components, config.keep_order)
         pairs = clusters.pairs_by_id(fingerprint_pairs, fingerprinted)
-        return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, texts, plan, stats)
+        return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
 
     def report_sections(self) -> dict[str, Any]:
         return {}
@@ -90,15 +103,19 @@ class SelfJoinFinder:
 
 
 def _with_sketch_route(
-    band_pairs: DataFrame, texts: DataFrame, config: DedupeConfig, stages: Stages, stats: dict[str, Any]
+    band_pairs: DataFrame, signed: DataFrame, config: DedupeConfig, stages: Stages, stats: dict[str, Any]
 ) -> DataFrame:
     """The band join's pairs with their estimated Jaccard, and the sketch route's pairs
     beyond them (`sketch_join`): `fp_a`, `fp_b`, `distance`, `jaccard`, materialised once for
     the components and pairs/. Adds `sketch` to stats: `nodes`, `candidate_pairs`, `pairs`
     (kept by the sketch route, within k or not), `pairs_beyond_k` (what it adds: the band join
     has every pair within k), `hot_buckets` (buckets paired star-wise)."""
-    nodes = stages.materialise("sketch_nodes", sketch_join.sketch_nodes(texts))
-    candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config.sketch))
+    nodes = stages.materialise("sketch_nodes", sketch_join.sketch_nodes(signed))
+    rows = sketch_join.band_rows(nodes, config.sketch)
+    # The shared buckets are stored under the candidates' stage name (its time adds up; its
+    # rows are the candidates', stored last): read twice, they are not shuffled twice.
+    buckets = stages.materialise("sketch_candidates", sketch_join.shared_buckets(rows))
+    candidates, hot = sketch_join.candidate_pairs(rows, buckets)
     candidates = stages.materialise("sketch_candidates", candidates)
     found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config.sketch))
     beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")

@@ -122,14 +122,13 @@ def kept_pairs(scored: DataFrame) -> DataFrame:
     return scored.where("kept").select("fp_a", "fp_b", "distance")
 
 
-def verify_pairs(pairs: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig) -> DataFrame:
-    """`scored_pairs` of the band join's pairs (`fp_a`, `fp_b`, `distance`), every one of them.
+def mark_pairs(pairs: DataFrame, signed: DataFrame, policy: VerifyConfig) -> DataFrame:
+    """The band join's pairs with whether the policy needs their texts: `fp_a`, `fp_b`,
+    `distance`, `needs_texts` (bool: a fingerprint of the pair is checked, `checked_fingerprints`).
 
-    Only pairs with a checked fingerprint (`checked_fingerprints`) need texts; the others are
-    kept unchecked without one (`checked` false, `similarity` null), so a run of long texts
-    never goes back to its input. signed, docs: see `texts_by_fingerprint`.
-    """
-    policy = config.verify
+    pairs: `fp_a`, `fp_b`, `distance`; signed: `fingerprint`, `chars`. A pair that needs no
+    texts is kept unchecked, so a run whose pairs are all of long texts never goes back to its
+    input (`score_marked`)."""
     flags = checked_fingerprints(
         pairs.select(F.col("fp_a").alias("fingerprint")).union(pairs.select(F.col("fp_b").alias("fingerprint"))).distinct(),
         signed,
@@ -137,15 +136,32 @@ def verify_pairs(pairs: DataFrame, signed: DataFrame, docs: DataFrame, config: D
     )
     checked_a = flags.select(F.col("fingerprint").alias("fp_a"), F.col("checked").alias("checked_a"))
     checked_b = flags.select(F.col("fingerprint").alias("fp_b"), F.col("checked").alias("checked_b"))
-    marked = pairs.join(checked_a, "fp_a").join(checked_b, "fp_b")
-    needing = marked.where(F.col("checked_a") | F.col("checked_b")).select("fp_a", "fp_b", "distance")
-    unchecked = marked.where(~(F.col("checked_a") | F.col("checked_b"))).select(
+    return pairs.join(checked_a, "fp_a").join(checked_b, "fp_b").select(
+        "fp_a", "fp_b", "distance", (F.col("checked_a") | F.col("checked_b")).alias("needs_texts")
+    )
+
+
+def unchecked(marked: DataFrame) -> DataFrame:
+    """`marked` pairs (`mark_pairs`) that need no texts, scored: kept, not checked."""
+    return marked.where(~F.col("needs_texts")).select(
         "fp_a", "fp_b", "distance",
         F.lit(False).alias("checked"), F.lit(None).cast("double").alias("similarity"), F.lit(True).alias("kept"),
     )
+
+
+def score_marked(marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig) -> DataFrame:
+    """`scored_pairs` of every `marked` pair (`mark_pairs`): those that need texts against their
+    texts normalised again from the input (`texts_by_fingerprint`), the others unchecked."""
+    needing = marked.where("needs_texts").select("fp_a", "fp_b", "distance")
     wanted = needing.select(F.col("fp_a").alias("fingerprint")).union(needing.select(F.col("fp_b").alias("fingerprint")))
-    scored = scored_pairs(needing, texts_by_fingerprint(signed, docs, config, wanted), policy)
-    return scored.unionByName(unchecked)
+    scored = scored_pairs(needing, texts_by_fingerprint(signed, docs, config, wanted), config.verify)
+    return scored.unionByName(unchecked(marked))
+
+
+def verify_pairs(pairs: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig) -> DataFrame:
+    """`scored_pairs` of the band join's pairs (`fp_a`, `fp_b`, `distance`), every one of them
+    (`mark_pairs`, then `score_marked`). signed, docs: see `texts_by_fingerprint`."""
+    return score_marked(mark_pairs(pairs, signed, config.verify), signed, docs, config)
 
 
 def counts(scored: DataFrame, policy: VerifyConfig) -> dict[str, Any]:

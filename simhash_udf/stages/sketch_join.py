@@ -36,7 +36,8 @@ HOT_BUCKET_SIZE = hot_runs.HOT_RUN_SIZE
 def sketch_nodes(texts: DataFrame) -> DataFrame:
     """`fingerprint`, `sketch`: one row per distinct fingerprint with a sketch.
 
-    texts: `exact_key`, `fingerprint`, `sketch` (`documents.fingerprint_texts`). A fingerprint
+    texts: `exact_key`, `fingerprint`, `sketch` (`documents.signed_documents`: one row per
+    document; a text's documents all carry its sketch). A fingerprint
     several texts share takes the sketch of the text with the smallest exact key, so the
     choice does not depend on the input's order.
     """
@@ -70,18 +71,29 @@ def band_rows(nodes: DataFrame, config: SketchConfig) -> DataFrame:
     )
 
 
-def candidate_pairs(rows: DataFrame, hot_size: int = HOT_BUCKET_SIZE) -> tuple[DataFrame, DataFrame]:
+def shared_buckets(rows: DataFrame) -> DataFrame:
+    """The (band, key) buckets of `band_rows` that hold more than one node: `band`, `key`,
+    `size`, `anchor` (the smallest fingerprint). Few, next to the band rows: most nodes share no
+    bucket with another, so a run stores these once and reads them twice (the candidates, and
+    the count of hot buckets) instead of shuffling every band row twice."""
+    return rows.groupBy("band", "key").agg(
+        F.count(F.lit(1)).alias("size"), F.min("fingerprint").alias("anchor")
+    ).where(F.col("size") > 1)
+
+
+def candidate_pairs(
+    rows: DataFrame, buckets: DataFrame | None = None, hot_size: int = HOT_BUCKET_SIZE
+) -> tuple[DataFrame, DataFrame]:
     """(candidates, hot buckets) of `band_rows`.
 
+    buckets: `shared_buckets(rows)`, computed here when not given (a run passes its stored copy).
     candidates: `fp_a` < `fp_b`, each pair once: every pair of nodes sharing a (band, key)
     bucket of at most `hot_size` nodes, and every member of a larger bucket paired with the
     bucket's smallest fingerprint.
     hot buckets: `band`, `key`, `size`, `anchor` (the smallest fingerprint) of the buckets
     paired star-wise.
     """
-    buckets = rows.groupBy("band", "key").agg(
-        F.count(F.lit(1)).alias("size"), F.min("fingerprint").alias("anchor")
-    ).where(F.col("size") > 1)
+    buckets = shared_buckets(rows) if buckets is None else buckets
     hot = buckets.where(F.col("size") > hot_size)
     ordinary = rows.join(buckets.where(F.col("size") <= hot_size).select("band", "key"), ["band", "key"], "left_semi")
     a = ordinary.select("band", "key", F.col("fingerprint").alias("fp_a"))
