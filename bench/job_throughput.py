@@ -2,7 +2,8 @@
 blog recipe and the published anchors (issue 14, target 1).
 
     .venv/bin/python -m bench.job_throughput [--quick] [--repeats 3] [--big-repeats 1]
-                                             [--rev HEAD] [--driver-memory 4g] [--json out.json]
+                                             [--recipe-big-mb 40] [--rev HEAD] [--driver-memory 4g]
+                                             [--json out.json]
 
 Prints a JSON document on stdout (bench/run_all.py renders it with `section_lines`).
 
@@ -22,7 +23,9 @@ Methods, each a whole process (so each pays its start-up, which the cost per ext
   sketches, what the job's UDF computes per text) over the small input's texts, in batches of
   1,000, one process (one core): MB/s wall and MB per CPU-second, median of 3 after a warm-up.
 Every repeat runs each (language, size) with job then recipe; the small inputs --repeats
-times, the big ones --big-repeats times. Figures: medians; job and recipe MB/s per core per
+times (default 3), the big ones --big-repeats times (default 1: a 200 MB run is minutes).
+--recipe-big-mb gives the recipe a smaller big input of its own (the first documents of the
+job's): its 200 MB runs are most of this benchmark's time, and its rate is linear in MB. Figures: medians; job and recipe MB/s per core per
 extra MB = (MB_big - MB_small) / (s_big - s_small) / 2 cores, on wall seconds (and on CPU
 seconds of the process tree: MB per CPU-second).
 """
