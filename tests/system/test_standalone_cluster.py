@@ -350,13 +350,14 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     job = submit(cluster, crawl, out, "--conf", f"spark.ui.port={ui_port}", "--conf", "spark.eventLog.enabled=true",
                  "--conf", f"spark.eventLog.dir={events}", "--conf", "spark.eventLog.compress=false")
 
-    # Kill the worker (its JVM, its executor and the executor's Python) once normalising has
-    # started (two long tasks, one per executor) and the driver's REST API has shown the
+    # Kill the worker (its JVM, its executor and the executor's Python) once the one pass over
+    # the text (stage signatures: decode, normalise, fingerprint, sketch) has started (two long
+    # tasks, one per executor) and the driver's REST API has shown the
     # victim's executor running a task for half a second: normally a task is lost mid-way.
     deadline = time.monotonic() + 400
-    while "stage normalise: started" not in Path(f"{out}.stdout").read_text(errors="replace"):
+    while "stage signatures: started" not in Path(f"{out}.stdout").read_text(errors="replace"):
         assert job.poll() is None, "the job ended before the worker could be killed"
-        assert time.monotonic() < deadline, "the job never reached the normalise stage"
+        assert time.monotonic() < deadline, "the job never reached the signatures stage"
         time.sleep(0.2)
     apps = cluster.state()["activeapps"]
     assert [a["state"] for a in apps] == ["RUNNING"]
