@@ -4,7 +4,8 @@ repository root; each benchmark runs as `python -m bench.<script>` in its own pr
     .venv/bin/python -m bench.run_all            # sections 1-5 ~26 minutes on 2 cores; 6-9 (issue 14) add
                                                  # ~30-40 with today's job (~25 with --recipe-big-mb 40)
     .venv/bin/python -m bench.run_all --quick    # a few minutes: small samples and sizes
-    .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only
+    .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only (the
+                                                    # file keeps the others' figures)
     .venv/bin/python -m bench.run_all --sections job-throughput,job-documents,job-vs-join,job-sample
     .venv/bin/python -m bench.run_all --with-index   # also bench/index_lookup.py (slow; it
                                                     # writes its own bench/RESULTS-index.md)
@@ -40,7 +41,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import scale_sections
+from bench import results_file, scale_sections
 from bench.machine import (
     cpu_model,
     git_commit,
@@ -270,14 +271,20 @@ def main(argv: list[str] | None = None) -> int:
         body += lines
         timings[name] = time.perf_counter() - t0
 
+    command = (f"`python -m bench.run_all{' --quick' if args.quick else ''}"
+               f"{'' if args.sections == ','.join(SECTIONS) else ' --sections ' + args.sections}`")
+    this_run = f"{command} on {when}, commit {git_commit()}"
+    # A run of some sections keeps the others' figures from the file so far (their writers
+    # listed in the header) rather than dropping them.
+    previous = args.results.read_text() if args.results.exists() else ""
+    body, writers = results_file.splice(previous, body, this_run)
     lines = [
         "# Benchmarks",
         "",
-        f"Written by `python -m bench.run_all{' --quick' if args.quick else ''}"
-        f"{'' if args.sections == ','.join(SECTIONS) else ' --sections ' + args.sections}` on {when}, "
-        f"commit {git_commit()}, in {time.perf_counter() - started:.0f} s "
+        f"Written by {this_run}, in {time.perf_counter() - started:.0f} s "
         f"({', '.join(f'{name} {secs:.0f} s' for name, secs in timings.items())}).",
         "",
+        *results_file.provenance_lines(writers, {i + 1: name for i, name in enumerate(SECTIONS)}),
         "| machine | |",
         "|---|---|",
         f"| CPU | {cpu_model()} |",
@@ -290,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "The machine is shared (other processes ran alongside; see the load averages), so single "
         "figures are noisy: baselines run in the same invocation, interleaved with ours, and the "
-        "ratios are what to compare.",
+        "ratios are what to compare. The table above is this run's machine; every section gives "
+        "the load averages of its own run.",
         "",
         *body,
     ]
