@@ -282,25 +282,31 @@ def text_stage_seconds(tree: Tree, item: Input) -> dict[str, float]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def job_process(command: list[str], cwd: Path, env: dict[str, str], output: Path) -> tuple[float, dict]:
+    """Run a job command (writing `output`) as a process: the CPU seconds of its process tree
+    and its report.json; `output` is removed afterwards. Raises (with the log's tail) when the
+    job fails."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with TreeCpu(process.pid) as cpu:
+        stdout, stderr = process.communicate()
+    try:
+        if process.returncode != 0:
+            raise RuntimeError(f"exit {process.returncode}: {(stderr or stdout)[-1500:]}")
+        return cpu.seconds(), json.loads((output / "report.json").read_text())
+    finally:
+        shutil.rmtree(output, ignore_errors=True)
+
+
 def run_job(tree: Tree, item: Input, output: Path) -> dict:
     """Run `tree`'s job on one input as a whole process; the parts of its report.json the
     benchmark shows. Raises (with the log's tail) when the job fails."""
     command = [sys.executable, "jobs/dedupe.py", "--input", str(item.path), "--format", "json",
                "--output", str(output), "--overwrite", "--master", MASTER, "--log-level", "WARNING",
                *(["--html"] if item.html else [])]
-    process = subprocess.Popen(command, cwd=tree.path, env=tree_env(tree), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    with TreeCpu(process.pid) as cpu:
-        stdout, stderr = process.communicate()
-    try:
-        if process.returncode != 0:
-            raise RuntimeError(f"exit {process.returncode}: {(stderr or stdout)[-1500:]}")
-        report = json.loads((output / "report.json").read_text())
-    finally:
-        shutil.rmtree(output, ignore_errors=True)
+    cpu_s, report = job_process(command, tree.path, tree_env(tree), output)
     counts = report["counts"]
     return {
-        "cpu_s": cpu.seconds(),
+        "cpu_s": cpu_s,
         "stage_seconds": report.get("stage_seconds", {}),
         "total_seconds": report.get("total_seconds"),
         "counts": {k: counts[k] for k in ("documents", "kept", "exact_duplicates", "near_duplicates") if k in counts},

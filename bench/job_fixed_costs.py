@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from bench.commit_cost import write_rows
-from bench.job_runs import CORES, job_tree, run_job, working_tree_commit
+from bench.job_runs import CORES, emit_report, job_tree, run_job, working_tree_commit
 from bench.job_throughput import paragraphs_of, verdict
 from bench.machine import load_average
 from bench.pipeline_throughput import COPY_EVERY, near_copy
@@ -172,13 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             report["documents"] = measure_documents(tree, args)
         if "sample" in parts:
             report["sample"] = measure_sample(tree, args)
-    report["load_end"] = load_average()
-    report["seconds"] = time.perf_counter() - started
-    text = json.dumps(report, indent=1)
-    if args.json:
-        args.json.write_text(text)
-    print(text)
-    return 0
+    return emit_report(report, started, args.json)
 
 
 # ---------------------------------------------------------------- the document

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.commit_cost import TreeCpu, add_worktree, remove_worktree
+from bench.machine import load_average
 from bench.runners import ROOT, TreeMemory
 
 MASTER = "local[2]"
@@ -135,3 +136,15 @@ def bench_env(driver_memory: str) -> dict[str, str]:
 def last_json_line(stdout: str) -> dict:
     """The JSON object a worker printed on its last line."""
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def emit_report(report: dict, started: float, json_path: Path | None) -> int:
+    """End a benchmark's run: its report gets load_end and seconds (since `started`, a
+    perf_counter), is written to `json_path` when given and printed; the exit code."""
+    report["load_end"] = load_average()
+    report["seconds"] = time.perf_counter() - started
+    text = json.dumps(report, indent=1)
+    if json_path:
+        json_path.write_text(text)
+    print(text)
+    return 0

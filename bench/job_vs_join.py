@@ -39,6 +39,7 @@ from bench.job_runs import (
     JobTree,
     bench_command,
     bench_env,
+    emit_report,
     job_tree,
     last_json_line,
     measured_process,
@@ -211,13 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         report["job_commit"] = (tree.commit or "")[:10] or working_tree_commit()
         for n in sizes:
             report["results"].append(measure_size(tree, n, args))
-    report["load_end"] = load_average()
-    report["seconds"] = time.perf_counter() - started
-    text = json.dumps(report, indent=1)
-    if args.json:
-        args.json.write_text(text)
-    print(text)
-    return 0
+    return emit_report(report, started, args.json)
 
 
 # ---------------------------------------------------------------- the document

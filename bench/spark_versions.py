@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -52,10 +51,10 @@ from bench.commit_cost import (
     SEED,
     Input,
     Tree,
-    TreeCpu,
     add_worktree,
     distinct_documents,
     first_rows_of_mb,
+    job_process,
     remove_worktree,
     text_mb,
     write_rows,
@@ -126,19 +125,10 @@ def run_job(variant: Variant, tree: Tree, item: Input, output: Path) -> dict:
     the counts of its report.json. Raises (with the log's tail) when the job fails."""
     command = [str(variant.python), "jobs/dedupe.py", "--input", str(item.path), "--format", "json",
                "--output", str(output), "--overwrite", "--master", MASTER, "--log-level", "WARNING"]
-    process = subprocess.Popen(command, cwd=tree.path, env=variant_env(variant, tree), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    with TreeCpu(process.pid) as cpu:
-        stdout, stderr = process.communicate()
-    try:
-        if process.returncode != 0:
-            raise RuntimeError(f"exit {process.returncode}: {(stderr or stdout)[-1500:]}")
-        report = json.loads((output / "report.json").read_text())
-    finally:
-        shutil.rmtree(output, ignore_errors=True)
+    cpu_s, report = job_process(command, tree.path, variant_env(variant, tree), output)
     counts = report["counts"]
     return {
-        "cpu_s": cpu.seconds(),
+        "cpu_s": cpu_s,
         "stage_seconds": report.get("stage_seconds", {}),
         "counts": {k: counts[k] for k in COUNT_KEYS if k in counts},
         "verified_pairs": report.get("join", {}).get("verified_pairs"),
