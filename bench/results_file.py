@@ -51,7 +51,9 @@ def splice(previous: str, body: list[str], this_run: str) -> tuple[list[str], di
     run did not write, in section order; and each section's writer (`this_run` for body's)."""
     new = numbered_sections("\n".join(body))
     kept = {n: lines for n, lines in numbered_sections(previous).items() if n not in new}
-    writers = {n: w for n, w in provenance(previous).items() if n in kept}
+    earlier = provenance(previous)
+    # Every kept section is listed, even one a hand-edited header leaves out.
+    writers = {n: earlier.get(n, "an earlier run") for n in kept}
     writers.update({n: this_run for n in new})
     merged = {**kept, **new}
     lines: list[str] = []
