@@ -16,6 +16,16 @@ from helpers import SHARED_DATA, load_job
 
 SYSTEM_TESTS = Path(__file__).resolve().parent / "system"
 
+# Every Spark driver the tests start (the `spark` fixture's, and each job, spark-submit, notebook
+# kernel and Airflow task they run as a process, which inherit this environment) compiles with C1
+# only and starts no web UI. A test's JVM lives a minute or less: C2's optimising compiles of
+# Spark's code were a third of a sample run's CPU time and never paid back, and the UI's server
+# ~3 s of its start-up; no test reads the UI. Results depend on neither; bench/ measures speed
+# with the defaults. spark-submit adds SPARK_SUBMIT_OPTS to the driver's java command silently
+# (JAVA_TOOL_OPTIONS would print a line into every log the tests read), and SparkConf takes
+# `-Dspark.*` properties as settings, below any --conf a test passes.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -Dspark.ui.enabled=false")
+
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark every test under tests/system/ (a standalone cluster, Airflow, notebooks,

@@ -347,7 +347,10 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     events = tmp_path / "events"
     events.mkdir()
     started = time.monotonic()
-    job = submit(cluster, crawl, out, "--conf", f"spark.ui.port={ui_port}", "--conf", "spark.eventLog.enabled=true",
+    # The driver's UI on a port of its own: its REST API says which executor runs a task (the
+    # tests' drivers start without a UI unless told, see tests/conftest.py).
+    job = submit(cluster, crawl, out, "--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui_port}",
+                 "--conf", "spark.eventLog.enabled=true",
                  "--conf", f"spark.eventLog.dir={events}", "--conf", "spark.eventLog.compress=false")
 
     # Kill the worker (its JVM, its executor and the executor's Python) once the one pass over
