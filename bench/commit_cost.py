@@ -52,7 +52,7 @@ from bench.corpora import group_paragraphs, peoples_daily, python_doc_html
 from bench.machine import cpu_model, load_average
 from bench.pipeline_throughput import COPY_EVERY, near_copy
 from bench.runners import CACHE as BENCH_CACHE
-from bench.runners import ROOT, Runs, interleaved, log
+from bench.runners import ROOT, Runs, interleaved, languages_arg, log
 from bench.runners import _children_map as children_map
 
 CACHE = BENCH_CACHE / "commit-cost"
@@ -164,9 +164,10 @@ def write_rows(rows: list[dict[str, str]], path: Path) -> None:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def build_inputs(quick: bool) -> list[Input]:
-    """The four inputs (Chinese and English, small and big), written under CACHE."""
-    sizes = QUICK_SIZES_MB if quick else SIZES_MB
+def build_inputs(quick: bool, languages: tuple[str, ...] = tuple(SIZES_MB)) -> list[Input]:
+    """The inputs (small and big of each language: Chinese and English by default), written
+    under CACHE."""
+    sizes = {language: mb for language, mb in (QUICK_SIZES_MB if quick else SIZES_MB).items() if language in languages}
     zh = peoples_daily()
     zh_paragraphs = [p for document in zh.texts for p in document.split("\n")]
     en_pages = list(python_doc_html().texts)
@@ -331,7 +332,7 @@ def measure(args: argparse.Namespace, command: str, snapshot: Path | None = None
     the JSON report (`command`: how the document names this run), also written to `snapshot`
     after every run."""
     started = time.perf_counter()
-    inputs = build_inputs(args.quick)
+    inputs = build_inputs(args.quick, args.languages)
     for item in inputs:
         log(f"commit_cost: input {item.language} {item.size}: {item.documents:,} documents, {item.mb:.2f} MB")
     trees = [add_worktree("base", args.base), add_worktree("head", args.head)]
@@ -396,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", default="HEAD", help="the commit measured (default: HEAD)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="tiny inputs (for tests)")
+    parser.add_argument("--languages", type=languages_arg, default=tuple(SIZES_MB),
+                        help="comma-separated, of zh,en (default both; the tests' quick run takes zh alone)")
     parser.add_argument("--no-warm-up", action="store_true",
                         help="skip the warm-up runs (when the page cache is already warm)")
     parser.add_argument("--write", type=Path, default=None, help="write the markdown document here (docs/cost.md)")

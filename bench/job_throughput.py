@@ -57,7 +57,7 @@ from bench.job_runs import (
 )
 from bench.machine import load_average
 from bench.runners import CACHE as BENCH_CACHE
-from bench.runners import ROOT, bench_session, log
+from bench.runners import ROOT, bench_session, languages_arg, log
 from bench.tables import load_text, seconds_list, table_lines
 
 CACHE = BENCH_CACHE / "job-throughput"
@@ -222,7 +222,8 @@ def run_function(tree: JobTree, item: dict) -> dict:
 
 def measure(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
-    inputs = build_inputs(QUICK_SIZES_MB if args.quick else SIZES_MB, args.recipe_big_mb)
+    sizes = QUICK_SIZES_MB if args.quick else SIZES_MB
+    inputs = build_inputs({language: sizes[language] for language in args.languages}, args.recipe_big_mb)
     for item in inputs:
         log(f"job_throughput: {item['language']} {item['size']}: {item['documents']:,} documents, {item['mb']:.2f} MB")
     report: dict = {"repeats": args.repeats, "big_repeats": args.big_repeats, "quick": args.quick,
@@ -413,6 +414,8 @@ def section_lines(report: dict, command: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="0.3 and 1.2 MB per language (a smoke run)")
+    parser.add_argument("--languages", type=languages_arg, default=tuple(SIZES_MB),
+                        help="comma-separated, of zh,en (default both; the tests' quick run takes zh alone)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each method on the small inputs")
     parser.add_argument("--big-repeats", type=int, default=1, help="runs of each method on the big inputs")
     parser.add_argument("--rev", default=None, help="measure this commit's job (a git worktree) instead of the "

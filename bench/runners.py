@@ -7,6 +7,7 @@ The figures are for reading, not asserting: nothing here judges a time.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -83,6 +84,15 @@ def module_command(module: str, *args: str) -> list[str]:
     """The command that runs bench/<module>.py as `python -m bench.<module>` with this Python
     (from the repository root: every runner here starts it there)."""
     return [sys.executable, "-m", f"bench.{module}", *args]
+
+
+def languages_arg(text: str) -> tuple[str, ...]:
+    """A `--languages` value: comma-separated, each of `zh` (Chinese) and `en` (English)."""
+    languages = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [language for language in languages if language not in ("zh", "en")]
+    if unknown or not languages:
+        raise argparse.ArgumentTypeError(f"languages are zh and en, comma-separated (got {text!r})")
+    return languages
 
 
 def command_text(module: str, script_args: list[str]) -> str:

@@ -121,3 +121,13 @@ def test_memory_bytes_is_the_kernels_mem_total():
         pytest.skip("no /proc/meminfo")
     total_kb = next(int(line.split()[1]) for line in meminfo.read_text().splitlines() if line.startswith("MemTotal:"))
     assert machine.memory_bytes() == total_kb * 1024
+
+
+def test_languages_arg_keeps_the_order_drops_repeats_and_refuses_others():
+    import argparse
+
+    assert runners.languages_arg("zh") == ("zh",)
+    assert runners.languages_arg("en, zh,en") == ("en", "zh")
+    for bad in ("", "fr", "zh,de"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            runners.languages_arg(bad)

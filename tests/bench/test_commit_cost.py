@@ -109,7 +109,7 @@ def test_tree_cpu_counts_the_cpu_of_children_and_grandchildren():
 def test_a_quick_run_measures_both_commits_each_with_its_own_code(tmp_path: Path):
     out_json, out_md = tmp_path / "cost.json", tmp_path / "cost.md"
     result = subprocess.run(
-        [sys.executable, "-m", "bench.commit_cost", "--quick", "--repeats", "1",
+        [sys.executable, "-m", "bench.commit_cost", "--quick", "--languages", "zh", "--repeats", "1",
          "--json", str(out_json), "--write", str(out_md)],
         cwd=commit_cost.ROOT, capture_output=True, text=True, timeout=1800,
     )
@@ -119,6 +119,7 @@ def test_a_quick_run_measures_both_commits_each_with_its_own_code(tmp_path: Path
         tree = f"{name}-{commit['commit'][:10]}"
         assert all(f"/commit-cost/{tree}/" in path for path in commit["imports"].values()), commit["imports"]
     documents = {(i["language"], i["size"]): i["documents"] for i in report["inputs"]}
+    assert set(documents) == {("zh", "small"), ("zh", "big")}  # --languages zh: no English inputs
     for item in report["inputs"]:
         lines = (commit_cost.CACHE / item["file"]).read_text("utf-8").count("\n")
         assert lines == item["documents"]
