@@ -16,15 +16,16 @@ from helpers import SHARED_DATA, load_job
 
 SYSTEM_TESTS = Path(__file__).resolve().parent / "system"
 
-# Every Spark driver the tests start (the `spark` fixture's, and each job, spark-submit, notebook
-# kernel and Airflow task they run as a process, which inherit this environment) compiles with C1
-# only and starts no web UI. A test's JVM lives a minute or less: C2's optimising compiles of
-# Spark's code were a third of a sample run's CPU time and never paid back, and the UI's server
-# ~3 s of its start-up; no test reads the UI. Results depend on neither; bench/ measures speed
-# with the defaults. spark-submit adds SPARK_SUBMIT_OPTS to the driver's java command silently
-# (JAVA_TOOL_OPTIONS would print a line into every log the tests read), and SparkConf takes
-# `-Dspark.*` properties as settings, below any --conf a test passes.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -Dspark.ui.enabled=false")
+# Every Spark driver the tests start as a process (each job, spark-submit, notebook kernel and
+# Airflow task, which inherit this environment) compiles with C1 only and starts no web UI. Such a
+# JVM lives a minute or less: C2's optimising compiles of Spark's code were a third of a sample
+# run's CPU time and never paid back, and the UI's server ~3 s of its start-up; no test reads the
+# UI unless it turns it on. Results depend on neither; bench/ measures speed with the defaults.
+# spark-submit adds SPARK_SUBMIT_OPTS to the driver's java command silently (JAVA_TOOL_OPTIONS
+# would print a line into every log the tests read), and SparkConf takes `-Dspark.*` properties
+# as settings, below any --conf a test passes. The `spark` fixture's JVM is the exception.
+PROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -Dspark.ui.enabled=false"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", PROCESS_JVM_OPTIONS)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -37,21 +38,33 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 @pytest.fixture(scope="session")
 def spark():
-    """local[2] with few shuffle partitions and no UI: small frames run in seconds."""
+    """local[2] with few shuffle partitions and no UI: small frames run in seconds.
+
+    Its JVM keeps the default JIT: it serves every in-process test of the run (an hour), where
+    C2's compiles pay back: with C1 only (PROCESS_JVM_OPTIONS) the 25 whole-job examples of
+    tests/files/test_fuzz_readers.py took 428 s, against 287 s with it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("simhash-udf-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
-        .getOrCreate()
-    )
+    # Ours (not a user's own setting): this JVM starts without it.
+    ours = os.environ.get("SPARK_SUBMIT_OPTS") == PROCESS_JVM_OPTIONS
+    if ours:
+        del os.environ["SPARK_SUBMIT_OPTS"]
+    try:
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("simhash-udf-tests")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.default.parallelism", "4")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "2g")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
+            .getOrCreate()
+        )
+    finally:
+        if ours:
+            os.environ["SPARK_SUBMIT_OPTS"] = PROCESS_JVM_OPTIONS
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
