@@ -17,14 +17,18 @@ from helpers import SHARED_DATA, load_job
 SYSTEM_TESTS = Path(__file__).resolve().parent / "system"
 
 # Every Spark driver the tests start as a process (each job, spark-submit, notebook kernel and
-# Airflow task, which inherit this environment) compiles with C1 only and starts no web UI. Such a
-# JVM lives a minute or less: C2's optimising compiles of Spark's code were a third of a sample
-# run's CPU time and never paid back, and the UI's server ~3 s of its start-up; no test reads the
-# UI unless it turns it on. Results depend on neither; bench/ measures speed with the defaults.
+# Airflow task, which inherit this environment) compiles with C1 only, starts no web UI, and plans
+# without adaptive execution over 2 shuffle partitions. Such a JVM lives a minute or less on a few
+# thousand rows: C2's optimising compiles of Spark's code were a third of a sample run's CPU time
+# and never paid back, the UI's server ~3 s of its start-up, and AQE's job per exchange 36 of the
+# sample's 103 Spark jobs (a run 81 -> 66 s). No test reads the UI unless it turns it on; the
+# `spark` fixture's in-process tests keep AQE, and a test's own --conf wins over these. Results
+# depend on none of them; bench/ measures speed with the defaults.
 # spark-submit adds SPARK_SUBMIT_OPTS to the driver's java command silently (JAVA_TOOL_OPTIONS
 # would print a line into every log the tests read), and SparkConf takes `-Dspark.*` properties
 # as settings, below any --conf a test passes. The `spark` fixture's JVM is the exception.
-PROCESS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -Dspark.ui.enabled=false"
+PROCESS_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.ui.enabled=false "
+                       "-Dspark.sql.adaptive.enabled=false -Dspark.sql.shuffle.partitions=2")
 os.environ.setdefault("SPARK_SUBMIT_OPTS", PROCESS_JVM_OPTIONS)
 
 
