@@ -22,11 +22,10 @@ SYSTEM_TESTS = Path(__file__).resolve().parent / "system"
 # thousand rows: C2's optimising compiles of Spark's code were a third of a sample run's CPU time
 # and never paid back, the UI's server ~3 s of its start-up, and AQE's job per exchange 36 of the
 # sample's 103 Spark jobs (a run 81 -> 66 s). No test reads the UI unless it turns it on; the
-# `spark` fixture's in-process tests keep AQE, and a test's own --conf wins over these. Results
-# depend on none of them; bench/ measures speed with the defaults.
-# spark-submit adds SPARK_SUBMIT_OPTS to the driver's java command silently (JAVA_TOOL_OPTIONS
-# would print a line into every log the tests read), and SparkConf takes `-Dspark.*` properties
-# as settings, below any --conf a test passes. The `spark` fixture's JVM is the exception.
+# `spark` fixture's JVM keeps every default (see its docstring). Results depend on none of
+# them; bench/ measures speed with the defaults. spark-submit adds SPARK_SUBMIT_OPTS to the
+# driver's java command silently (JAVA_TOOL_OPTIONS would print a line into every log the tests
+# read), and SparkConf takes `-Dspark.*` properties as settings, below any --conf a test passes.
 PROCESS_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.ui.enabled=false "
                        "-Dspark.sql.adaptive.enabled=false -Dspark.sql.shuffle.partitions=2")
 os.environ.setdefault("SPARK_SUBMIT_OPTS", PROCESS_JVM_OPTIONS)
@@ -44,8 +43,9 @@ def pytest_collection_modifyitems(config, items) -> None:
 def spark():
     """local[2] with few shuffle partitions and no UI: small frames run in seconds.
 
-    Its JVM keeps the default JIT: it serves every in-process test of the run (an hour), where
-    C2's compiles pay back: with C1 only (PROCESS_JVM_OPTIONS) the 25 whole-job examples of
+    Its JVM starts without PROCESS_JVM_OPTIONS, so the in-process tests cover adaptive execution
+    and the default JIT: it serves every in-process test of the run (an hour), where C2's
+    compiles pay back: with C1 only (PROCESS_JVM_OPTIONS) the 25 whole-job examples of
     tests/files/test_fuzz_readers.py took 428 s, against 287 s with it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
