@@ -22,9 +22,13 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
 
+from simhash_udf.core import regional_triggers as trigger_tables
 from simhash_udf.core.opencc_loader import converter
-from simhash_udf.core.regional_triggers import MARK, Triggers, build_triggers
+from simhash_udf.core.regional_triggers import MARK, Triggers, TriggerStrings
+from simhash_udf.core.table_cache import cached_json, table_key
 
 # Han ideographs (CJK Unified Ideographs and Extension A): what jieba segments.
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -129,8 +133,23 @@ def to_canonical_chinese(text: str, chain: tuple[str, ...] = REGIONAL_CHAIN, fas
 
 @functools.cache
 def regional_triggers() -> Triggers:
-    """The triggers of `REGIONAL_CHAIN` (`regional_triggers.build_triggers`), once per process."""
-    return build_triggers(REGIONAL_CHAIN, lambda text: to_canonical_chinese(text, REGIONAL_CHAIN, fast=False))
+    """The triggers of `REGIONAL_CHAIN`, once per process: their strings are derived
+    (`regional_triggers.trigger_strings`, 2-3 s) once per installation and kept in the table
+    cache (`core/table_cache.py`), keyed by this module, that one and OpenCC's files and version."""
+    import opencc
+
+    key = table_key(
+        "regional-triggers",
+        [Path(__file__), *trigger_tables.source_files()],
+        [f"opencc {opencc.__version__}", ",".join(REGIONAL_CHAIN)],
+    )
+    strings = cached_json("regional-triggers", key, lambda: asdict(derive_trigger_strings()))
+    return TriggerStrings(**strings).triggers()
+
+
+def derive_trigger_strings() -> TriggerStrings:
+    """The trigger strings of `REGIONAL_CHAIN`, derived now (what the table cache keeps)."""
+    return trigger_tables.trigger_strings(REGIONAL_CHAIN, lambda text: to_canonical_chinese(text, REGIONAL_CHAIN, fast=False))
 
 
 def _regional_fast(text: str) -> str:

@@ -28,7 +28,8 @@ Clauses end at punctuation no dictionary string holds (`Triggers.clause_end`): O
 entries never span one, so each clause converts on its own.
 
 The dictionaries are read from the installed OpenCC package with its own `opencc_dict` tool
-(ocd2 -> text), once per process (2-3 s; `normalise.regional_triggers` keeps the result).
+(ocd2 -> text) once per installation: `normalise.regional_triggers` keeps the strings in the
+table cache (`core/table_cache.py`), and each process only builds the converter from them.
 """
 
 from __future__ import annotations
@@ -195,10 +196,28 @@ def _config_dictionaries(config: str) -> list[str]:
     return _dictionary_files(json.loads((_opencc_share() / f"{config}.json").read_text(encoding="utf-8")))
 
 
-def build_triggers(chain: tuple[str, ...], canonical: Callable[[str], str]) -> Triggers:
-    """The triggers of `chain` = `("hk2s", "s2twp", "tw2sp")` from the dictionaries of the
-    installed OpenCC; canonical: the chain's fixed point of a text, computed piece by piece
-    (`normalise.to_canonical_chinese` without the fast path)."""
+@dataclass(frozen=True)
+class TriggerStrings:
+    """What `Triggers` are made of, as plain values (kept between processes by
+    `normalise.regional_triggers`). marked: the strings the marking converter marks;
+    raw: those matched in the text as written; clause_end: a character class of the
+    punctuation that ends a clause."""
+
+    marked: list[str]
+    raw: list[str]
+    clause_end: str
+
+    def triggers(self) -> Triggers:
+        """The triggers these strings make (builds the marking converter: a fraction of a second)."""
+        longest_first = sorted(self.raw, key=len, reverse=True)
+        return Triggers(marking_converter(set(self.marked)), re.compile("|".join(map(re.escape, longest_first))),
+                        re.compile(self.clause_end), re.compile(f"(?<={self.clause_end})"))
+
+
+def trigger_strings(chain: tuple[str, ...], canonical: Callable[[str], str]) -> TriggerStrings:
+    """The trigger strings of `chain` = `("hk2s", "s2twp", "tw2sp")` from the dictionaries of
+    the installed OpenCC (2-3 s); canonical: the chain's fixed point of a text, computed piece
+    by piece (`normalise.to_canonical_chinese` without the fast path)."""
     entries = dictionary_entries(chain)
     strings = sorted({s for table in entries.values() for key, values in table for s in (key, *values)})
     variants = {key: values[0] for name in ("TWVariantsRev.ocd2", "HKVariantsRev.ocd2")
@@ -216,7 +235,16 @@ def build_triggers(chain: tuple[str, ...], canonical: Callable[[str], str]) -> T
     backward_keys = [key for name in _config_dictionaries("tw2sp") for key, _ in entries[name] if len(key) > 1]
     meetings = _meetings({f: p for f, p in rewritten.items() if f not in fragile}, backward_keys, variants)
     raw = {s for s, h, t in zip(strings, _convert_each("hk2s", strings), _convert_each("t2s", strings)) if h != t}
-    longest_first = sorted(raw, key=len, reverse=True)
-    ends = clause_ends(strings)
-    return Triggers(marking_converter(changed | fragile | meetings), re.compile("|".join(map(re.escape, longest_first))),
-                    re.compile(ends), re.compile(f"(?<={ends})"))
+    return TriggerStrings(sorted(changed | fragile | meetings), sorted(raw), clause_ends(strings))
+
+
+def build_triggers(chain: tuple[str, ...], canonical: Callable[[str], str]) -> Triggers:
+    """The triggers of `chain` (`trigger_strings`, then `TriggerStrings.triggers`)."""
+    return trigger_strings(chain, canonical).triggers()
+
+
+def source_files() -> list[Path]:
+    """The files the triggers are derived from: this module's source, and every dictionary
+    and configuration of the installed OpenCC (a different OpenCC derives other triggers)."""
+    share = _opencc_share()
+    return [Path(__file__), *sorted(p for p in share.iterdir() if p.is_file())]
