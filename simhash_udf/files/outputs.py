@@ -112,6 +112,37 @@ def write_parquet(frame: DataFrame, path: str) -> None:
     frame.write.mode("overwrite").parquet(path)
 
 
+# Up to this many files, `parquet_rows` reads their footers on the driver; beyond, a Spark job
+# reads them in parallel (one footer is a round trip to an object store).
+FOOTER_COUNT_MAX_FILES = 64
+
+
+def parquet_rows(spark: SparkSession, path: str) -> int:
+    """How many rows the Parquet folder `path` (as `write_parquet` left it) holds.
+
+    Summed from the files' footers on the driver when there are at most
+    `FOOTER_COUNT_MAX_FILES` of them: a count on the read-back folder is a Spark job or two
+    (adaptive execution runs its shuffle as a job of its own), which on a small run cost more
+    than the stage itself. More files: that count."""
+    fs, folder = hadoop_path(spark, path)
+    parts = [status for status in fs.listStatus(folder)
+             if status.isFile() and not status.getPath().getName().startswith(("_", "."))]
+    if len(parts) > FOOTER_COUNT_MAX_FILES:
+        return spark.read.parquet(path).count()
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    rows = 0
+    for status in parts:
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromStatus(status, conf)
+        )
+        try:
+            rows += reader.getRecordCount()
+        finally:
+            reader.close()
+    return rows
+
+
 def report_json(report: dict[str, Any]) -> str:
     """The report as indented JSON text."""
     return json.dumps(report, indent=2, sort_keys=False, ensure_ascii=False) + "\n"

@@ -141,7 +141,10 @@ def read_input(
             rows = frame.count()
     with stages.timed("check_ids"):
         docs, rejected = documents.rejected_rows(frame, config.id_col)
-        repeated = documents.repeated_ids(docs, config.id_col).persist()
+        # Not persisted: a cached aggregate keeps all spark.sql.shuffle.partitions (200 tasks,
+        # 4 s of a small run), where adaptive execution coalesces the uncached one to a few;
+        # the rare run with repeated ids computes it again.
+        repeated = documents.repeated_ids(docs, config.id_col)
         sample = repeated.orderBy(config.id_col).limit(5).collect()
         if sample:
             # Only when some id repeats: the split costs two joins over the documents.
@@ -152,8 +155,6 @@ def read_input(
                 "id is kept, the others are rejected as duplicate_id",
                 config.id_col, ", ".join(repr(r[0]) for r in sample),
             )
-        else:
-            repeated.unpersist()
     damaged = raw.damaged
     if records is not None:
         damaged = damaged + [inputs.DamagedFile(path, reason) for path, reason, _ in records.damaged]

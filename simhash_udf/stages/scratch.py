@@ -64,7 +64,7 @@ class Stages:
                 stored = frame.sparkSession.read.parquet(path)
             # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
             # with counts is how a long run shows its progress.
-            self.rows[name] = stored.count()
+            self.rows[name] = stored.count() if self.work is None else outputs.parquet_rows(stored.sparkSession, path)
         self.record(name, start)
         return stored
 

@@ -134,3 +134,29 @@ def test_report_json_is_json_with_its_keys_in_order_and_text_unescaped():
     assert json.loads(text) == report
     assert list(json.loads(text)) == ["zeta", "alpha", "none"], "the report's order, not sorted"
     assert "日本語" in text and text.endswith("\n")
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 5])
+def test_parquet_rows_counts_what_pyarrow_reads_from_footers_or_with_spark_beyond_the_file_limit(
+    spark, tmp_path, monkeypatch, partitions
+):
+    from simhash_udf.files import outputs
+
+    path = str(tmp_path / "frame")
+    # Uneven parts, one of them empty (a filter leaves a partition without rows).
+    frame = spark.range(0, 1000, numPartitions=partitions).where("id % 7 != 0 AND (id < 400 OR id > 600)")
+    write_parquet(frame, path)
+    on_disk = pq.read_table(path).num_rows  # pyarrow, independently of the Hadoop calls
+    assert on_disk == sum(1 for i in range(1000) if i % 7 and (i < 400 or i > 600))
+    assert outputs.parquet_rows(spark, path) == on_disk
+    # More files than the limit: a Spark count, the same number.
+    monkeypatch.setattr(outputs, "FOOTER_COUNT_MAX_FILES", partitions - 1)
+    assert outputs.parquet_rows(spark, path) == on_disk
+
+
+def test_parquet_rows_of_an_empty_frame_is_zero(spark, tmp_path):
+    from simhash_udf.files.outputs import parquet_rows
+
+    path = str(tmp_path / "empty")
+    write_parquet(spark.range(10).where("id < 0"), path)
+    assert parquet_rows(spark, path) == 0
