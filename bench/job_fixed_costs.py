@@ -1,7 +1,8 @@
 """Benchmark: the job's fixed costs, per document and per run (issue 14, targets 2 and 4).
 
     .venv/bin/python -m bench.job_fixed_costs [--quick] [--parts documents,sample] [--n 1000000]
-                                              [--sample-runs 5] [--rev HEAD] [--driver-memory 8g]
+                                              [--sample-runs 5] [--rev HEAD] [--base REV]
+                                              [--driver-memory 8g]
 
 Prints a JSON document on stdout (bench/run_all.py renders its parts with `documents_lines` and
 `sample_lines`).
@@ -19,7 +20,9 @@ what each document costs besides its text.
 
 sample: `python jobs/dedupe.py --input examples/sample.jsonl` (49 documents) --sample-runs
 times: median of report.json's total_seconds and of the process's wall time, and report.json's
-`spark_jobs` (the Spark jobs the run started) when the report has it.
+`spark_jobs` (the Spark jobs the run started) when the report has it. With --base REV the
+sample also runs with that commit's job, the two taking turns run by run, and the table gives
+both and head / base.
 """
 
 from __future__ import annotations
@@ -129,16 +132,27 @@ def measure_documents(tree, args: argparse.Namespace) -> dict:
                                            if result.get("total_seconds") else None)}
 
 
-def measure_sample(tree, args: argparse.Namespace) -> dict:
-    runs = []
+def sample_runs(trees: dict[str, object], args: argparse.Namespace) -> dict[str, dict]:
+    """args.sample_runs runs of the sample per tree (name -> JobTree), the trees taking turns
+    within each round (`runners.interleaved`'s order), so that a drift of the machine's speed
+    falls on all of them alike. Per tree: `sample_summary` of its runs."""
+    runs: dict[str, list[dict]] = {name: [] for name in trees}
     for i in range(args.sample_runs):
-        try:
-            runs.append(run_job(tree, ["--input", str(SAMPLE)], CACHE / "out-sample", "2g", args.timeout))
-            log(f"job_fixed_costs: sample run {i + 1}: {runs[-1]['wall_s']:.1f} s wall, report "
-                f"{runs[-1]['total_seconds']} s, spark_jobs {runs[-1]['spark_jobs']}")
-        except RuntimeError as error:
-            runs.append({"failed": str(error)[-600:]})
-            log(f"job_fixed_costs: sample run {i + 1} failed")
+        for name, tree in trees.items():
+            try:
+                run = run_job(tree, ["--input", str(SAMPLE)], CACHE / f"out-sample-{name}", "2g", args.timeout)
+                log(f"job_fixed_costs: sample run {i + 1} ({name}): {run['wall_s']:.1f} s wall, report "
+                    f"{run['total_seconds']} s, spark_jobs {run['spark_jobs']}")
+            except RuntimeError as error:
+                run = {"failed": str(error)[-600:]}
+                log(f"job_fixed_costs: sample run {i + 1} ({name}) failed")
+            runs[name].append(run)
+    return {name: sample_summary(these) for name, these in runs.items()}
+
+
+def sample_summary(runs: list[dict]) -> dict:
+    """Medians of a tree's sample runs (report total_seconds, process wall seconds), its Spark
+    job counts, and the first whole run's stage breakdown."""
     ok = [r for r in runs if "failed" not in r]
     totals = [r["total_seconds"] for r in ok if r.get("total_seconds") is not None]
     jobs = [r["spark_jobs"] for r in ok if r.get("spark_jobs") is not None]
@@ -149,6 +163,11 @@ def measure_sample(tree, args: argparse.Namespace) -> dict:
             "stage_jobs": ok[0].get("stage_jobs", {}) if ok else {}}
 
 
+def ratio(head: float | None, base: float | None) -> float | None:
+    """head / base, None when either is missing."""
+    return head / base if head is not None and base else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_N:,} documents, 2 runs of the sample")
@@ -156,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help=f"documents (default {N:,}; --quick {QUICK_N:,})")
     parser.add_argument("--sample-runs", type=int, default=None, help="runs of the sample (default 5; --quick 2)")
     parser.add_argument("--rev", default=None, help="measure this commit's job (a git worktree)")
+    parser.add_argument("--base", default=None,
+                        help="also run the sample with this commit's job (a git worktree), the two taking "
+                             "turns; the table gives both medians and their ratio")
     parser.add_argument("--driver-memory", default="8g", help="the documents run's driver memory (at most 8g)")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--json", type=Path, default=None)
@@ -170,8 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         report["job_commit"] = (tree.commit or "")[:10] or working_tree_commit()
         if "documents" in parts:
             report["documents"] = measure_documents(tree, args)
-        if "sample" in parts:
-            report["sample"] = measure_sample(tree, args)
+        if "sample" in parts and args.base:
+            with job_tree(args.base) as base:
+                report["base_commit"] = (base.commit or "")[:10]
+                both = sample_runs({"base": base, "head": tree}, args)
+            report["sample"] = {**both["head"], "base": both["base"],
+                                "ratio_total_seconds": ratio(both["head"]["median_total_seconds"],
+                                                             both["base"]["median_total_seconds"]),
+                                "ratio_wall_s": ratio(both["head"]["median_wall_s"], both["base"]["median_wall_s"])}
+        elif "sample" in parts:
+            report["sample"] = sample_runs({"head": tree}, args)["head"]
     return emit_report(report, started, args.json)
 
 
@@ -254,6 +284,7 @@ def sample_lines(report: dict, command: str) -> list[str]:
         f"{total} | "
         f"{seconds_list(s['wall_s'], 1)} | {s['median_wall_s']:.1f} | "
         f"{', '.join(map(str, sorted(set(jobs)))) if jobs else 'not in report.json'} |",
+        *base_lines(report),
         "",
         "Stage breakdown of the first run (report.json `stage_seconds`):",
         "",
@@ -271,6 +302,24 @@ def sample_lines(report: dict, command: str) -> list[str]:
         "",
     ]
     return lines
+
+
+def base_lines(report: dict) -> list[str]:
+    """The --base row of the sample's table and the ratio line (none without --base)."""
+    s = report["sample"]
+    if "base" not in s:
+        return []
+    b = s["base"]
+    total = "-" if b["median_total_seconds"] is None else f"{b['median_total_seconds']:.1f}"
+    jobs = ", ".join(map(str, sorted(set(b["spark_jobs"])))) or "not in report.json"
+    ratios = [f"{s[key]:.2f}" if s.get(key) is not None else "-" for key in ("ratio_total_seconds", "ratio_wall_s")]
+    return [
+        f"| base {report['base_commit']}: {len(b['wall_s'])} of {len(b['runs'])} | {seconds_list(b['total_seconds'], 1)} | "
+        f"{total} | {seconds_list(b['wall_s'], 1)} | "
+        f"{'-' if b['median_wall_s'] is None else format(b['median_wall_s'], '.1f')} | {jobs} |",
+        "",
+        f"Head / base (runs taking turns): report total_seconds {ratios[0]}x, process wall {ratios[1]}x.",
+    ]
 
 
 if __name__ == "__main__":

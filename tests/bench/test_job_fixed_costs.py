@@ -10,6 +10,7 @@ tests/bench/test_job_throughput.py).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -104,6 +105,33 @@ def test_the_sample_section_judges_the_median_against_8_seconds():
     report["sample"].update(median_total_seconds=6.0, spark_jobs=[])
     text = "\n".join(fixed.sample_lines(report, "x"))
     assert "| 6.0 s | met |" in text and "not in report.json" in text
+
+
+def test_with_a_base_the_sample_section_gives_both_medians_and_their_ratio():
+    report = _report()
+    base = {**report["sample"], "wall_s": [40.0, 44.0, 42.0], "total_seconds": [18.0, 20.0, 19.0],
+            "median_total_seconds": 19.0, "median_wall_s": 42.0, "spark_jobs": [103] * 3}
+    report.update(base_commit="f99eb30")
+    report["sample"].update(base=base, ratio_total_seconds=9.0 / 19.0, ratio_wall_s=20.0 / 42.0)
+    text = "\n".join(fixed.sample_lines(report, "x"))
+    assert "| base f99eb30: 3 of 3 | 18.0, 20.0, 19.0 | 19.0 | 40.0, 44.0, 42.0 | 42.0 | 103 |" in text
+    assert "report total_seconds 0.47x, process wall 0.48x" in text
+    assert "base" not in "\n".join(fixed.sample_lines(_report(), "x"))
+
+
+def test_sample_runs_take_turns_between_the_trees(monkeypatch, tmp_path: Path):
+    order = []
+
+    def fake_run(tree, job_args, output, driver_memory, timeout):
+        order.append(tree)
+        return {"wall_s": 10.0 + len(order), "total_seconds": 5.0 + len(order), "spark_jobs": 7, "stage_seconds": {}}
+
+    monkeypatch.setattr(fixed, "run_job", fake_run)
+    args = argparse.Namespace(sample_runs=3, timeout=60)
+    result = fixed.sample_runs({"base": "B", "head": "H"}, args)
+    assert order == ["B", "H", "B", "H", "B", "H"]
+    assert result["base"]["wall_s"] == [11.0, 13.0, 15.0] and result["head"]["median_wall_s"] == 14.0
+    assert fixed.ratio(result["head"]["median_wall_s"], result["base"]["median_wall_s"]) == 14.0 / 13.0
 
 
 @pytest.mark.slow
