@@ -232,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                         "~7 minutes)")
     parser.add_argument("--job-rev", default=None,
                         help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
+    parser.add_argument("--job-base", default=None,
+                        help="section 9 runs the sample with this commit's job too, the two taking turns "
+                        "(job_fixed_costs --base)")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = set(sections) - set(SECTIONS)

@@ -299,7 +299,8 @@ def job_sample_run(args: argparse.Namespace) -> list[str]:
     """Section 9: bench/job_fixed_costs.py's sample part (the sample's job time, 5 runs)."""
     from bench.job_fixed_costs import SAMPLE_TITLE, sample_lines
 
-    script_args = ["--parts", "sample"] + (["--quick"] if args.quick else []) + _job_args(args)
+    script_args = (["--parts", "sample"] + (["--quick"] if args.quick else []) + _job_args(args)
+                   + (["--base", args.job_base] if getattr(args, "job_base", None) else []))
     report = run_module_json("job_fixed_costs", script_args)
     if report is None:
         return _failed(SAMPLE_TITLE, "job_fixed_costs")
