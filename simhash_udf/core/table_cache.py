@@ -38,10 +38,13 @@ def cache_dir() -> Path:
 
 
 def table_key(name: str, files: Iterable[Path], versions: Iterable[str]) -> str:
-    """A key that changes when any of `files` (their bytes) or `versions` changes."""
+    """A key that changes when any of `files` (their names and bytes) or `versions` changes.
+
+    Not their folders: a cluster's executors unpack the same environment under a new folder
+    per container, and should share one table."""
     digest = hashlib.sha256(name.encode())
     for path in files:
-        digest.update(str(path).encode() + b"\0" + Path(path).read_bytes() + b"\0")
+        digest.update(Path(path).name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
     for version in versions:
         digest.update(version.encode() + b"\0")
     return digest.hexdigest()[:24]

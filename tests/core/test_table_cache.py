@@ -47,6 +47,11 @@ def test_the_key_follows_the_bytes_of_every_source_and_each_version(tmp_path: Pa
     assert table_key("demo", [source], ["opencc 1.4.2"]) == before
     assert table_key("demo", [source], ["opencc 1.4.3"]) != before
     assert table_key("other", [source], ["opencc 1.4.2"]) != before
+    # The same files elsewhere (an environment unpacked in another container): the same key.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "source.txt").write_text("one")
+    assert table_key("demo", [elsewhere / "source.txt"], ["opencc 1.4.2"]) == before
     source.write_text("two")
     assert table_key("demo", [source], ["opencc 1.4.2"]) != before
 
