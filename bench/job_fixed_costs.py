@@ -270,7 +270,6 @@ def documents_lines(report: dict, command: str) -> list[str]:
 
 def sample_lines(report: dict, command: str) -> list[str]:
     s = report["sample"]
-    jobs = s["spark_jobs"]
     total = "-" if s["median_total_seconds"] is None else f"{s['median_total_seconds']:.1f}"
     lines = [
         SAMPLE_TITLE,
@@ -280,10 +279,7 @@ def sample_lines(report: dict, command: str) -> list[str]:
         "",
         "| runs | report total_seconds (runs) | median | process wall s (runs) | median | Spark jobs |",
         "|---:|---|---:|---|---:|---|",
-        f"| {len(s['wall_s'])} of {len(s['runs'])} | {seconds_list(s['total_seconds'], 1)} | "
-        f"{total} | "
-        f"{seconds_list(s['wall_s'], 1)} | {s['median_wall_s']:.1f} | "
-        f"{', '.join(map(str, sorted(set(jobs)))) if jobs else 'not in report.json'} |",
+        sample_row("", s),
         *base_lines(report),
         "",
         "Stage breakdown of the first run (report.json `stage_seconds`):",
@@ -304,19 +300,25 @@ def sample_lines(report: dict, command: str) -> list[str]:
     return lines
 
 
+def sample_row(label: str, summary: dict) -> str:
+    """One tree's row of the sample's table (`sample_summary`'s figures); label goes before its
+    run count (the base's commit, nothing for the measured job)."""
+    def median(key: str) -> str:
+        return "-" if summary[key] is None else f"{summary[key]:.1f}"
+
+    jobs = ", ".join(map(str, sorted(set(summary["spark_jobs"])))) or "not in report.json"
+    return (f"| {label}{len(summary['wall_s'])} of {len(summary['runs'])} | {seconds_list(summary['total_seconds'], 1)} | "
+            f"{median('median_total_seconds')} | {seconds_list(summary['wall_s'], 1)} | {median('median_wall_s')} | {jobs} |")
+
+
 def base_lines(report: dict) -> list[str]:
     """The --base row of the sample's table and the ratio line (none without --base)."""
     s = report["sample"]
     if "base" not in s:
         return []
-    b = s["base"]
-    total = "-" if b["median_total_seconds"] is None else f"{b['median_total_seconds']:.1f}"
-    jobs = ", ".join(map(str, sorted(set(b["spark_jobs"])))) or "not in report.json"
     ratios = [f"{s[key]:.2f}" if s.get(key) is not None else "-" for key in ("ratio_total_seconds", "ratio_wall_s")]
     return [
-        f"| base {report['base_commit']}: {len(b['wall_s'])} of {len(b['runs'])} | {seconds_list(b['total_seconds'], 1)} | "
-        f"{total} | {seconds_list(b['wall_s'], 1)} | "
-        f"{'-' if b['median_wall_s'] is None else format(b['median_wall_s'], '.1f')} | {jobs} |",
+        sample_row(f"base {report['base_commit']}: ", s["base"]),
         "",
         f"Head / base (runs taking turns): report total_seconds {ratios[0]}x, process wall {ratios[1]}x.",
     ]

@@ -8,7 +8,7 @@ ends (a mainland clause goes to Traditional and comes back unchanged). A clause 
 elsewhere only where an entry of the dictionaries the chain loads acts on it. So every
 string of those dictionaries (keys and values), in the Simplified forms a clause holds after
 `t2s` or character by character (`_simplified_forms`), is tried alone, and these become
-triggers (`build_triggers`):
+triggers (`trigger_strings`, made into `Triggers` by `TriggerStrings.triggers`):
 
 - `changed`: the chain's fixed point differs from the string (软体 -> 软件, 建立 -> 创建);
 - `fragile`: Taiwan's phrases rewrite it (软件 -> 軟體) and it comes back alone, but in
@@ -236,11 +236,6 @@ def trigger_strings(chain: tuple[str, ...], canonical: Callable[[str], str]) -> 
     meetings = _meetings({f: p for f, p in rewritten.items() if f not in fragile}, backward_keys, variants)
     raw = {s for s, h, t in zip(strings, _convert_each("hk2s", strings), _convert_each("t2s", strings)) if h != t}
     return TriggerStrings(sorted(changed | fragile | meetings), sorted(raw), clause_ends(strings))
-
-
-def build_triggers(chain: tuple[str, ...], canonical: Callable[[str], str]) -> Triggers:
-    """The triggers of `chain` (`trigger_strings`, then `TriggerStrings.triggers`)."""
-    return trigger_strings(chain, canonical).triggers()
 
 
 def source_files() -> list[Path]:

@@ -3,9 +3,10 @@
 Every Python worker of a run needs a few tables that take seconds to derive but never change
 for one installation, such as the regional triggers read off OpenCC's dictionaries
 (`normalise.regional_triggers`, ~2 s). A run on a small input spent most of its Python time
-deriving them, once per worker process, and a cluster does so once per executor core. `cached_json` keeps such a table in a cache folder
-under a key that changes with everything it was derived from (the source files that derive it,
-the data files it reads, the versions of the packages involved), so a stale table is never read.
+deriving them, once per worker process, and a cluster does so once per executor core.
+`cached_json` keeps such a table in a cache folder under a key that changes with everything it
+was derived from (the source files that derive it, the data files it reads, the versions of the
+packages involved), so a stale table is never read.
 
 JSON, not pickle: the folder may be shared, and reading it must not run anyone's code. The file
 is written whole and renamed into place, so concurrent workers read a whole table or none; a
