@@ -338,7 +338,11 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         wait = JVM_EXIT_WAIT_SECONDS if lost else (JVM_EXIT_GRACE_SECONDS if spark is None else 0.0)
         hint = api.memory_hint(text, context.master if context else None, api.jvm_exit_code(wait))
         if hint:
-            print(hint, file=sys.stderr, flush=True)
+            # One write, newline included: PySpark's accumulator thread may be printing a
+            # traceback at this moment (its connection to a dead JVM fails), and print()'s
+            # separate write of the newline let CI's log split the line.
+            sys.stderr.write(hint + "\n")
+            sys.stderr.flush()
         raise
 
 

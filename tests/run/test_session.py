@@ -142,6 +142,37 @@ def probe_session(conf: dict[str, str]) -> tuple[dict, str]:
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
+class WriteLog:
+    """A text stream that keeps each write call apart: the boundaries another thread writing
+    to the same stream could fall between."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_memory_hint_goes_out_in_one_write_so_no_other_thread_splits_its_line(dedupe_main, spark, monkeypatch):
+    """CI saw the hint's newline land after a line of a traceback that PySpark's accumulator
+    thread printed at the same moment (its connection to the dead JVM failed): print() writes
+    a line's text and its newline in two calls. The whole line must be one write."""
+    def out_of_memory(argv, session):
+        raise RuntimeError("java.lang.OutOfMemoryError: Java heap space")
+
+    monkeypatch.setitem(dedupe_main.__globals__, "run_job", out_of_memory)
+    log = WriteLog()
+    monkeypatch.setattr(sys, "stderr", log)
+    with pytest.raises(RuntimeError):
+        dedupe_main(["--input", "x", "--output", "y"], spark)
+    hint = "dedupe.py: error: Spark ran out of memory (local mode runs every task in the driver's JVM): raise --driver-memory"
+    assert hint + "\n" in log.writes, log.writes
+
+
 def test_a_session_started_in_local_mode_gets_a_share_of_the_machine_and_says_so():
     got, log = probe_session({})
     assert got["xmx"] == [f"-Xmx{expected_local_driver_mb()}m"]
