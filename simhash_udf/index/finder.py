@@ -195,7 +195,7 @@ def find_against_index(
                 F.col("id").cast(fingerprinted.schema["id"].dataType).alias("id"), "fingerprint"
             )
         )
-    pairs = clusters.pairs_by_id(fingerprint_pairs, names)
+    pairs = clusters.pairs_by_id(fingerprint_pairs, clusters.fingerprint_names(names))
 
     session.stats.update(
         {

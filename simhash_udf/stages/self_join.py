@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig
-from simhash_udf.stages import clusters, join, short_text_check, sketch_join
+from simhash_udf.stages import clusters, documents, join, short_text_check, sketch_join
 from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
@@ -30,17 +30,16 @@ class SelfJoinFinder:
     def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
         """Every stage from checked input documents to clusters and pairs (see `Finder.find`)."""
         fingerprinted, signed = fingerprint_documents(docs, config, stages)
-        distinct = stages.materialise(
-            "distinct_fingerprints",
-            fingerprinted.where(F.col("fingerprint").isNotNull()).select("fingerprint").distinct(),
-        )
+        # Stored: read by the band join, the short-text check and pairs/ (its ids name the pairs).
+        table = stages.materialise("distinct_fingerprints", documents.distinct_fingerprints(fingerprinted, signed))
+        distinct = table.select("fingerprint")
         n = stages.rows["distinct_fingerprints"]
         plan = bands.choose_plan(n, config.k, config.blocks)
         checking = signed is not None and config.verify.threshold is not None
         if checking:
             # Which fingerprints' pairs the short-text check looks at: the join lists those
             # pairs even in hot runs, so no pair the check drops stands for others (short_text_check).
-            distinct = short_text_check.checked_fingerprints(distinct, signed, config.verify)
+            distinct = short_text_check.checked_fingerprints(table, config.verify)
         # One shuffle of the band rows: the join's output carries its own counts (join_stats).
         joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(distinct, plan, n))
         with stages.timed("candidates"):
@@ -60,7 +59,7 @@ class SelfJoinFinder:
         if checking:
             # The short-text policy: pairs of short texts must also share enough shingles
             # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
-            marked = stages.materialise("verify_texts", short_text_check.mark_pairs(fingerprint_pairs, signed, config.verify))
+            marked = stages.materialise("verify_texts", short_text_check.mark_pairs(fingerprint_pairs, table, config.verify))
             with stages.timed("verify_texts"):
                 needing = marked.where("needs_texts").limit(1).count()
             if needing:
@@ -89,7 +88,7 @@ class SelfJoinFinder:
             ),
         )
         clustered = clusters.assign_clusters(fingerprinted, components, config.keep_order)
-        pairs = clusters.pairs_by_id(fingerprint_pairs, fingerprinted)
+        pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"))
         return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
 
     def report_sections(self) -> dict[str, Any]:

@@ -4,9 +4,9 @@ policy of `core/short_text_policy.py` (`--verify jaccard:T --verify-below L --ve
 Simhash says little about short texts, so a candidate pair whose shorter normalised text has
 fewer than L characters is kept only when the Jaccard similarity of the two texts' shingle
 sets reaches T (`core/short_text_policy.keeps` is the same rule for one pair, in plain
-Python). `verify_pairs` scores the band join's pairs against their texts (normalised again
-from the input for the few pairs that need them) before the
-connected components; `kept_pairs` keeps the survivors. Because the check may drop a pair, the
+Python). `mark_pairs` marks the band join's pairs that need their texts, `score_marked`
+scores those against their texts (normalised again from the input for the few pairs that need
+them) before the connected components; `kept_pairs` keeps the survivors. Because the check may drop a pair, the
 band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
 pairs with a short text are all listed and checked, so the clusters are the components of
 every pair within k that the policy keeps, whatever the row order. Exact copies share one
@@ -51,25 +51,25 @@ def texts_by_fingerprint(signed: DataFrame, docs: DataFrame, config: DedupeConfi
     )
 
 
-def checked_fingerprints(fingerprints: DataFrame, signed: DataFrame, policy: VerifyConfig) -> DataFrame:
-    """`fingerprints` (`fingerprint`, distinct) with `checked` (bool): whether the policy
-    checks every pair the fingerprint is in, so that the band join must list those pairs
-    rather than summarise them (`core/hot_runs.hot_run_edges`).
+def checked_fingerprints(fingerprints: DataFrame, policy: VerifyConfig) -> DataFrame:
+    """`fingerprint` and `checked` (bool): whether the policy checks every pair the
+    fingerprint is in, so that the band join must list those pairs rather than summarise
+    them (`core/hot_runs.hot_run_edges`).
 
-    signed: `fingerprint`, `chars` (`documents.signed_documents`). A pair's text pairs are
-    checked when the shorter text has fewer than `policy.below_chars` characters, and the
-    pair is kept when any text pair is unchecked or passes (`scored_pairs`). So a pair of two
-    fingerprints that each have a text of at least below_chars characters is always kept:
-    such a fingerprint is unchecked. Any other fingerprint is checked: all when below_chars
-    is None, none when the policy is off. A fingerprint with no known text counts as checked
-    (listing is always safe). The lengths are those `scored_pairs` compares (characters).
+    fingerprints: `fingerprint`, `chars` (the longest text carrying it,
+    `documents.distinct_fingerprints`). A pair's text pairs are checked when the shorter text
+    has fewer than `policy.below_chars` characters, and the pair is kept when any text pair is
+    unchecked or passes (`scored_pairs`). So a pair of two fingerprints that each have a text
+    of at least below_chars characters is always kept: such a fingerprint is unchecked. Any
+    other fingerprint is checked: all when below_chars is None, none when the policy is off.
+    A fingerprint with no known text counts as checked (listing is always safe). The lengths
+    are those `scored_pairs` compares (characters).
     """
     if policy.threshold is None:
         return fingerprints.select("fingerprint", F.lit(False).alias("checked"))
     if policy.below_chars is None:
         return fingerprints.select("fingerprint", F.lit(True).alias("checked"))
-    longest = signed.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.max("chars").alias("chars"))
-    return fingerprints.select("fingerprint").join(longest, "fingerprint", "left").select(
+    return fingerprints.select(
         "fingerprint",
         F.coalesce(F.col("chars") < F.lit(policy.below_chars), F.lit(True)).alias("checked"),
     )
@@ -122,18 +122,15 @@ def kept_pairs(scored: DataFrame) -> DataFrame:
     return scored.where("kept").select("fp_a", "fp_b", "distance")
 
 
-def mark_pairs(pairs: DataFrame, signed: DataFrame, policy: VerifyConfig) -> DataFrame:
+def mark_pairs(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyConfig) -> DataFrame:
     """The band join's pairs with whether the policy needs their texts: `fp_a`, `fp_b`,
     `distance`, `needs_texts` (bool: a fingerprint of the pair is checked, `checked_fingerprints`).
 
-    pairs: `fp_a`, `fp_b`, `distance`; signed: `fingerprint`, `chars`. A pair that needs no
-    texts is kept unchecked, so a run whose pairs are all of long texts never goes back to its
-    input (`score_marked`)."""
-    flags = checked_fingerprints(
-        pairs.select(F.col("fp_a").alias("fingerprint")).union(pairs.select(F.col("fp_b").alias("fingerprint"))).distinct(),
-        signed,
-        policy,
-    )
+    pairs: `fp_a`, `fp_b`, `distance`; fingerprints: `fingerprint`, `chars`
+    (`documents.distinct_fingerprints`, holding every fingerprint of the pairs). A pair that
+    needs no texts is kept unchecked, so a run whose pairs are all of long texts never goes
+    back to its input (`score_marked`)."""
+    flags = checked_fingerprints(fingerprints, policy)
     checked_a = flags.select(F.col("fingerprint").alias("fp_a"), F.col("checked").alias("checked_a"))
     checked_b = flags.select(F.col("fingerprint").alias("fp_b"), F.col("checked").alias("checked_b"))
     return pairs.join(checked_a, "fp_a").join(checked_b, "fp_b").select(
@@ -156,12 +153,6 @@ def score_marked(marked: DataFrame, signed: DataFrame, docs: DataFrame, config: 
     wanted = needing.select(F.col("fp_a").alias("fingerprint")).union(needing.select(F.col("fp_b").alias("fingerprint")))
     scored = scored_pairs(needing, texts_by_fingerprint(signed, docs, config, wanted), config.verify)
     return scored.unionByName(unchecked(marked))
-
-
-def verify_pairs(pairs: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig) -> DataFrame:
-    """`scored_pairs` of the band join's pairs (`fp_a`, `fp_b`, `distance`), every one of them
-    (`mark_pairs`, then `score_marked`). signed, docs: see `texts_by_fingerprint`."""
-    return score_marked(mark_pairs(pairs, signed, config.verify), signed, docs, config)
 
 
 def counts(scored: DataFrame, policy: VerifyConfig) -> dict[str, Any]:

@@ -98,3 +98,18 @@ def test_one_pass_equals_normalising_then_hashing_in_spark_sql(spark):
     for doc_id, row in before.items():
         for column in ("exact_key", "chars", "invalid_utf8", "extract_fallback"):
             assert after[doc_id][column] == row[column], (doc_id, column)
+
+
+def test_distinct_fingerprints_names_each_by_its_smallest_id_and_longest_text(spark):
+    """One row per fingerprint: the smallest id carrying it (string ids compare as strings)
+    and its longest text's characters; documents without a fingerprint are left out, and
+    given fingerprints have no characters."""
+    signed = spark.createDataFrame(
+        [("b", 7, 120), ("a9", 7, 40), ("a10", 3, 15), ("c", None, 2), ("d", 3, 300)],
+        "id string, fingerprint long, chars int",
+    )
+    fingerprinted = signed.select("id", "fingerprint")
+    with_texts = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, signed).collect())
+    assert with_texts == [(3, "a10", 300), (7, "a9", 120)]
+    given = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, None).collect())
+    assert given == [(3, "a10", None), (7, "a9", None)]
