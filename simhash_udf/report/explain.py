@@ -62,7 +62,8 @@ def run_stages(
         ]
     stages += [
         ("components", "connected components, one line per round"),
-        ("clusters", "write clusters/"),
+        ("clusters", "each cluster's size and kept document (one aggregation of the documents); the documents of "
+         "clusters of more than one joined to their kept document; write clusters/"),
     ]
     if write_pairs:
         stages += [("pairs", "write pairs/"), ("sample_pairs", "collect a few pairs for report.html")]

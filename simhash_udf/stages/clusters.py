@@ -8,6 +8,8 @@ more than k bits apart in one cluster (`distance` to the kept document shows it)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -17,7 +19,12 @@ NEAR_DUPLICATE = "near_duplicate"
 SKIPPED = "skipped"
 
 
-def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str = "asc") -> DataFrame:
+def assign_clusters(
+    documents: DataFrame,
+    components: DataFrame,
+    keep_order: str = "asc",
+    materialise: Callable[[DataFrame], DataFrame] = lambda frame: frame,
+) -> DataFrame:
     """Cluster and status of every document.
 
     documents: `id`, [`keep_by`], `exact_key` (binary, null when there is no text),
@@ -28,6 +35,9 @@ def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str
     keep_order: `asc` or `desc`, the order of `keep_by` in which the kept document is chosen;
         a null `keep_by` comes after every value in either order; ties, and frames without
         `keep_by`, fall back to the smallest id.
+    materialise: stores a frame and returns the stored copy (a job's `Stages.materialise`):
+        the clusters' aggregate is read twice, and the clusters of more than one document
+        are joined to the documents, which Spark broadcasts when it knows they are few.
     Returns `id`, `cluster_id` (the kept document's id; null when skipped), `fingerprint`,
     `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`, `distance` (Hamming
     distance to the kept document's fingerprint, when both have one).
@@ -42,11 +52,30 @@ def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str
         # Only documents without a fingerprint are grouped by their exact text.
         F.when(F.col("fingerprint").isNull(), F.col("exact_key")).alias("group_exact"),
     )
-    kept = _kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order)
+    kept = materialise(_kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order))
+    # A cluster of one document (most of a crawl) is whole in its aggregate row: it is kept,
+    # and its row comes from there (an active document's reason is null or too_short).
+    alone = kept.where(F.col("members") == 1).select(
+        F.col("cluster_id").alias("id"),
+        "cluster_id",
+        "fingerprint",
+        F.lit(KEPT).alias("status"),
+        F.when(F.col("too_short"), F.lit("too_short")).alias("reason"),
+        F.when(F.col("fingerprint").isNotNull(), F.lit(0)).alias("distance"),
+    )
+    # Only the documents of larger clusters meet their kept document: its row first (the
+    # clusters joined to their kept id), then every member joined to that, so the joins
+    # move the duplicates, not the crawl.
+    shared = materialise(kept.where(F.col("members") > 1).select("group_fp", "group_exact", "cluster_id"))
+    kept_rows = materialise(shared.join(active.select(
+        F.col("id").alias("cluster_id"),
+        F.col("exact_key").alias("kept_exact_key"),
+        F.col("fingerprint").alias("kept_fingerprint"),
+    ), "cluster_id"))
     with_kept = grouped.join(
-        kept,
-        (grouped["group_fp"].eqNullSafe(kept["kept_group_fp"]))
-        & (grouped["group_exact"].eqNullSafe(kept["kept_group_exact"])),
+        kept_rows.withColumnsRenamed({"group_fp": "kept_group_fp", "group_exact": "kept_group_exact"}),
+        (grouped["group_fp"].eqNullSafe(F.col("kept_group_fp")))
+        & (grouped["group_exact"].eqNullSafe(F.col("kept_group_exact"))),
     ).select("id", "fingerprint", "exact_key", "reason", "cluster_id", "kept_exact_key", "kept_fingerprint")
     status = (
         F.when(F.col("id") == F.col("cluster_id"), F.lit(KEPT))
@@ -69,42 +98,48 @@ def assign_clusters(documents: DataFrame, components: DataFrame, keep_order: str
         "reason",
         F.lit(None).cast("int").alias("distance"),
     )
-    return clustered.unionByName(skipped)
+    return alone.unionByName(clustered).unionByName(skipped)
 
 
 def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) -> DataFrame:
-    """The document each cluster keeps, chosen by aggregation.
+    """Each cluster's kept document and size, chosen by aggregation.
 
-    grouped: `group_fp`, `group_exact` (together the cluster), `id`, `exact_key`,
-        `fingerprint`, and `keep_by` when `has_keep_by`.
-    Returns one row per cluster: `kept_group_fp`, `kept_group_exact`, `cluster_id` (the kept
-    document's id), `kept_exact_key`, `kept_fingerprint`.
+    grouped: `group_fp`, `group_exact` (together the cluster), `id`, `fingerprint`, `reason`
+        (null or too_short), and `keep_by` when `has_keep_by`.
+    Returns one row per cluster: `group_fp`, `group_exact`, `cluster_id` (the kept document's
+    id), `members` (long: the cluster's documents), and, meaningful only when members is 1
+    (then the kept document is the whole cluster), `fingerprint` and `too_short` (bool).
 
     Why aggregates and not a window over each cluster: a window holds a whole cluster in one
     task, and a crawl's largest cluster (a template, an error page) can hold millions of pages;
-    `min` of a struct is combined partially in every task before the shuffle, so no task
-    holds more than one row per cluster of its own input.
+    aggregates are combined partially in every task before the shuffle, so no task holds more
+    than one row per cluster of its own input. Only fixed-width values are aggregated (the
+    kept document's other columns are joined later, for the clusters that need them): with
+    integer ids Spark then aggregates in a hash table, where a struct or a binary column
+    would sort every document twice.
     """
     keys = ["group_fp", "group_exact"]
-    candidates = grouped
+    members = F.count(F.lit(1)).alias("members")
     if has_keep_by:
         # The best keep_by of each cluster first (min and max skip nulls, so a null keep_by
         # loses in either order), then the smallest id among the documents that have it.
         best = (F.max if keep_order == "desc" else F.min)("keep_by").alias("best_keep_by")
-        bests = grouped.groupBy(*keys).agg(best).select(
-            F.col("group_fp").alias("b_fp"), F.col("group_exact").alias("b_exact"), "best_keep_by"
+        bests = grouped.groupBy(*keys).agg(best, members).select(
+            F.col("group_fp").alias("b_fp"), F.col("group_exact").alias("b_exact"), "best_keep_by", "members"
         )
         candidates = grouped.join(
             bests,
             grouped["group_fp"].eqNullSafe(bests["b_fp"]) & grouped["group_exact"].eqNullSafe(bests["b_exact"]),
         ).where(F.col("best_keep_by").isNull() | (F.col("keep_by") == F.col("best_keep_by")))
-    first = F.min(F.struct("id", "exact_key", "fingerprint")).alias("first")
-    return candidates.groupBy(*keys).agg(first).select(
-        F.col("group_fp").alias("kept_group_fp"),
-        F.col("group_exact").alias("kept_group_exact"),
-        F.col("first.id").alias("cluster_id"),
-        F.col("first.exact_key").alias("kept_exact_key"),
-        F.col("first.fingerprint").alias("kept_fingerprint"),
+        size = F.max("members").alias("members")  # one value per cluster
+    else:
+        candidates, size = grouped, members
+    return candidates.groupBy(*keys).agg(
+        F.min("id").alias("cluster_id"),
+        size,
+        # A cluster of one: its document's fingerprint and whether it is too short.
+        F.min("fingerprint").alias("fingerprint"),
+        F.max(F.col("reason").isNotNull()).alias("too_short"),
     )
 
 

@@ -87,7 +87,9 @@ class SelfJoinFinder:
                 edge_count=edge_count,
             ),
         )
-        clustered = clusters.assign_clusters(fingerprinted, components, config.keep_order)
+        clustered = clusters.assign_clusters(
+            fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame)
+        )
         pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"))
         return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
 
