@@ -201,14 +201,14 @@ def _run_staged(
     else:
         samples = []
     with stages.timed("deduped"):
-        kept = clusters_frame.where(F.col("status") == clusters.KEPT)
+        kept = F.col("status") == clusters.KEPT
         if config.keep_empty:
-            kept = clusters_frame.where(
-                (F.col("status") == clusters.KEPT) | (F.col("reason") == documents.EMPTY)
-            )
-        deduped = documents.input_columns(docs).join(
-            kept.select(F.col("id").alias(config.id_col)), config.id_col, "left_semi"
-        )
+            kept = kept | F.coalesce(F.col("reason") == documents.EMPTY, F.lit(False))  # reason may be null
+        # clusters/ holds every document once, so the kept ones are those not dropped: the
+        # dropped ids (the duplicates, usually the fewer) are what the join moves, and
+        # adaptive execution broadcasts them when they are few, leaving the input unshuffled.
+        dropped = clusters_frame.where(~kept).select(F.col("id").alias(config.id_col))
+        deduped = documents.input_columns(docs).join(dropped, config.id_col, "left_anti")
         outputs.write_parquet(deduped, target.path("deduped"))
     with stages.timed("report"):
         summary = report.summarise(clusters_frame, found.fingerprint_pairs)

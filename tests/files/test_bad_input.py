@@ -226,20 +226,22 @@ def test_empty_null_and_unparseable_rows_are_counted_not_lost(spark, dedupe_main
         {"id": 5},
         "{this is not json",
         {"text": "a row without an id " + PARAGRAPH},
+        {"id": 6, "text": PARAGRAPH},  # a copy of 1: dropped with or without --keep-empty
     ]
     src = _write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out"
     assert _run(dedupe_main, spark, "--input", str(src), "--output", str(out)) == 0
     clusters = {r["id"]: r for r in spark.read.parquet(str(out / "clusters")).collect()}
-    assert set(clusters) == {1, 2, 3, 4, 5}
+    assert set(clusters) == {1, 2, 3, 4, 5, 6}
     for i in (2, 3, 4, 5):
         assert (clusters[i]["status"], clusters[i]["reason"], clusters[i]["cluster_id"]) == ("skipped", "empty", None)
     assert clusters[1]["status"] == "kept"
+    assert (clusters[6]["status"], clusters[6]["reason"], clusters[6]["cluster_id"]) == ("exact_duplicate", None, 1)
     rejected = spark.read.parquet(str(out / "rejected")).collect()
     assert sorted(r["reason"] for r in rejected) == ["null_id", "unparseable"]
     assert any(r["_corrupt_record"] == "{this is not json" for r in rejected)
     report = json.loads((out / "report.json").read_text())
-    assert report["counts"]["input_rows"] == 7
+    assert report["counts"]["input_rows"] == 8
     assert report["counts"]["skipped"] == {"empty": 4}
     assert report["counts"]["rejected_rows"] == {"unparseable": 1, "null_id": 1}
     assert [r["id"] for r in spark.read.parquet(str(out / "deduped")).collect()] == [1]
