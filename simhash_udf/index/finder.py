@@ -25,6 +25,7 @@ from simhash_udf.index.session import IndexSession, indexed_fingerprints
 from simhash_udf.index.store import IndexCorruptError, IndexError_
 from simhash_udf.stages import clusters, join
 from simhash_udf.stages.components import connected_components
+from simhash_udf.stages.documents import distinct_fingerprints
 from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
 
@@ -195,7 +196,7 @@ def find_against_index(
                 F.col("id").cast(fingerprinted.schema["id"].dataType).alias("id"), "fingerprint"
             )
         )
-    pairs = clusters.pairs_by_id(fingerprint_pairs, clusters.fingerprint_names(names))
+    pairs = clusters.pairs_by_id(fingerprint_pairs, distinct_fingerprints(names, None))
 
     session.stats.update(
         {

@@ -143,19 +143,12 @@ def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) ->
     )
 
 
-def fingerprint_names(documents: DataFrame) -> DataFrame:
-    """Each fingerprint's name in pairs/: `fingerprint`, `id` (the smallest id carrying it).
-
-    documents: `id`, `fingerprint` (null ones are left out)."""
-    return documents.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(F.min("id").alias("id"))
-
-
 def pairs_by_id(pairs: DataFrame, names: DataFrame) -> DataFrame:
     """Near-duplicate pairs named by documents: `id_a` < `id_b`, `distance`, and `jaccard`
     when `pairs` has it.
 
     pairs: `fp_a`, `fp_b`, `distance`, [`jaccard`]. names: `fingerprint`, `id`, one row per
-    fingerprint (`fingerprint_names`, or the self-join's `documents.distinct_fingerprints`).
+    fingerprint (`documents.distinct_fingerprints`).
     """
     a = names.select(F.col("fingerprint").alias("fp_a"), F.col("id").alias("a"))
     b = names.select(F.col("fingerprint").alias("fp_b"), F.col("id").alias("b"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from simhash_udf.stages import clusters
+from simhash_udf.stages import documents as documents_stage
 
 pytestmark = pytest.mark.spark
 
@@ -223,7 +224,7 @@ def test_pairs_by_id_names_each_fingerprint_by_its_smallest_id(spark):
         "fp_a long, fp_b long, distance int",
     )
     expected = [(3, 7, 3), (3, 5, 3), (5, 7, 6), (11, 12, 1)]
-    _assert_frame(clusters.pairs_by_id(pairs, clusters.fingerprint_names(documents)), expected, "id_a long, id_b long, distance int")
+    _assert_frame(clusters.pairs_by_id(pairs, documents_stage.distinct_fingerprints(documents, None)), expected, "id_a long, id_b long, distance int")
 
 
 def test_pairs_by_id_with_string_ids(spark):
@@ -234,7 +235,7 @@ def test_pairs_by_id_with_string_ids(spark):
     pairs = spark.createDataFrame([(0, 7, 3), (-1, 0, 64)], "fp_a long, fp_b long, distance int")
     # fingerprint 7 is named "a9" ("a9" < "b"); "a10" < "a9"; "a10" < "c".
     expected = [("a10", "a9", 3), ("a10", "c", 64)]
-    _assert_frame(clusters.pairs_by_id(pairs, clusters.fingerprint_names(documents)), expected, "id_a string, id_b string, distance int")
+    _assert_frame(clusters.pairs_by_id(pairs, documents_stage.distinct_fingerprints(documents, None)), expected, "id_a string, id_b string, distance int")
 
 
 def _physical_plan(frame) -> str:
