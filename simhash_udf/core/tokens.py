@@ -25,6 +25,7 @@ _WORDS = re.compile(r"\w+")
 # (jieba-rs) segments a wider range. Handing the segmenter these runs, and taking the other
 # Han characters one by one ourselves, makes both engines see exactly what jieba would.
 _SEGMENTED_RUN = re.compile(r"[\u4e00-\u9fd5]+")
+_SPLIT_AT_RUNS = re.compile(r"([\u4e00-\u9fd5]+)")
 # Everything the `auto` tokenizer takes without a segmenter: one Han character outside
 # jieba's range, or a run of word characters that are not Han.
 _UNSEGMENTED_TOKEN = re.compile(r"[\u3400-\u4dbf\u9fd6-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -108,22 +109,27 @@ def mixed_tokens(text: str, segmenter: str = "rjieba", ordered: bool = True) -> 
             # token of its own, so this is one call giving every run's tokens.
             found += [t for t in _segment(" ".join(runs), segmenter) if t != " "]
         return found
-    runs = list(_SEGMENTED_RUN.finditer(text))
+    # split() with a capturing group alternates the text between runs and the runs, in C:
+    # [gap, run, gap, run, ..., gap].
+    pieces = _SPLIT_AT_RUNS.split(text)
+    gaps, runs = pieces[0::2], pieces[1::2]
     # One segmenter call for all the runs, as above (a call per run cost ~200 calls per
-    # article); the space tokens between runs cut its tokens back into one list per run.
-    per_run: list[list[str]] = [[]]
-    for token in _segment(" ".join(run.group() for run in runs), segmenter):
-        if token == " ":
-            per_run.append([])
-        else:
-            per_run[-1].append(token)
-    found = []
-    position = 0
-    for run, run_tokens in zip(runs, per_run):
-        found.extend(_UNSEGMENTED_TOKEN.findall(text, position, run.start()))
-        found.extend(run_tokens)
-        position = run.end()
-    found.extend(_UNSEGMENTED_TOKEN.findall(text, position))
+    # article); the space tokens between runs cut its tokens back into one slice per run,
+    # found with list.index so that no Python loop walks the tokens one by one.
+    segmented = _segment(" ".join(runs), segmenter) if runs else []
+    found: list[str] = []
+    start = 0
+    for gap in gaps[:-1]:
+        if gap:
+            found.extend(_UNSEGMENTED_TOKEN.findall(gap))
+        try:
+            stop = segmented.index(" ", start)
+        except ValueError:  # the last run
+            stop = len(segmented)
+        found.extend(segmented[start:stop])
+        start = stop + 1
+    if gaps[-1]:
+        found.extend(_UNSEGMENTED_TOKEN.findall(gaps[-1]))
     return found
 
 
