@@ -187,7 +187,7 @@ def fingerprints(
     Equal to `weighted_features` + `feature_hash` + `simhash_from_hashes` text by text.
     """
     per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
-    return _fingerprints_of_features(per_text, config)
+    return _fingerprints_of_features(_numbered(per_text, _with_idf(config)), config)
 
 
 @dataclass(frozen=True)
@@ -217,16 +217,16 @@ def signatures(texts: Sequence[str | None], config: FingerprintConfig, sketch_co
         for text in texts
     ]
     token_array = pa.array(per_text_tokens, type=pa.list_(pa.string()))
+    # The tokens numbered and hashed once: with n-grams of 1 they are the fingerprint's
+    # features as well as the sketch's shingles' parts.
+    numbered = _numbered(token_array, _with_idf(config))
     if config.ngram == 1:
-        features = token_array
+        features = numbered
     else:
         grams = [[_JOIN.join(g) for g in ngrams(toks, config.ngram)] for toks in per_text_tokens]
-        features = pa.array(grams, type=pa.list_(pa.string()))
+        features = _numbered(pa.array(grams, type=pa.list_(pa.string())), _with_idf(config))
     values, ok, n_features = _fingerprints_of_features(features, config)
-    lengths = np.diff(token_array.offsets.to_numpy())
-    encoded = pc.dictionary_encode(token_array.flatten())
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    vocab_hash, _ = _hash_and_idf(encoded.dictionary.to_pylist(), config.weighting in ("tfidf", "idf", "logtfidf"))
+    lengths, codes, vocab_hash = numbered.lengths, numbered.codes, numbered.hashes
     long_enough = np.array([bool(t) and len(t) >= sketch_config.min_chars for t in texts], dtype=bool)
     # Texts too short for a sketch contribute no shingles (their tokens are skipped).
     lengths_kept = np.where(long_enough, lengths, 0)
@@ -236,24 +236,52 @@ def signatures(texts: Sequence[str | None], config: FingerprintConfig, sketch_co
     return Signatures(values, ok, n_features, sketches, has_sketch)
 
 
-def _fingerprints_of_features(per_text: pa.ListArray, config: FingerprintConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`fingerprints` of the batch's features (a list of feature strings per text)."""
-    n_docs = len(per_text)
-    # Arrow numbers the batch's distinct features (hashing their UTF-8 in C++); numpy then
-    # counts each (document, feature) pair, which come out document after document.
-    lengths = np.diff(per_text.offsets.to_numpy())
+@dataclass(frozen=True)
+class _Numbered:
+    """A batch's lists of strings (tokens or features), each distinct string numbered once.
+
+    lengths: int64, strings per text; codes: int64, one per string, text after text, indexing
+    the vocabulary; hashes: uint64 xxh3 and idfs: float64 mean token IDF (zeros without
+    `with_idf`) of each distinct string, in vocabulary order.
+    """
+
+    lengths: np.ndarray
+    codes: np.ndarray
+    hashes: np.ndarray
+    idfs: np.ndarray
+
+
+def _numbered(per_text: pa.ListArray, with_idf: bool) -> _Numbered:
+    """`_Numbered` of a list-of-strings array. Arrow numbers the distinct strings (hashing
+    their UTF-8 in C++), so only those are hashed and weighted in Python."""
     encoded = pc.dictionary_encode(per_text.flatten())
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    vocabulary = encoded.dictionary.to_pylist()
-    width = max(len(vocabulary), 1)
-    doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    pairs, counts = np.unique(doc_of_token * width + codes, return_counts=True)
+    hashes, idfs = _hash_and_idf(encoded.dictionary.to_pylist(), with_idf)
+    return _Numbered(
+        lengths=np.diff(per_text.offsets.to_numpy()),
+        codes=encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+        hashes=hashes,
+        idfs=idfs,
+    )
+
+
+def _with_idf(config: FingerprintConfig) -> bool:
+    return config.weighting in ("tfidf", "idf", "logtfidf")
+
+
+def _fingerprints_of_features(
+    features: _Numbered, config: FingerprintConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`fingerprints` of the batch's numbered features (`_numbered`)."""
+    n_docs = len(features.lengths)
+    # numpy counts each (document, feature) pair, which come out document after document.
+    width = max(len(features.hashes), 1)
+    doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), features.lengths)
+    pairs, counts = np.unique(doc_of_token * width + features.codes, return_counts=True)
     pair_doc = pairs // width
     pair_feature = pairs % width
     n_features = np.bincount(pair_doc, minlength=n_docs).astype(np.int32)
 
-    with_idf = config.weighting in ("tfidf", "idf", "logtfidf")
-    vocab_hash, vocab_idf = _hash_and_idf(vocabulary, with_idf)
+    vocab_hash, vocab_idf = features.hashes, features.idfs
     feature_idf = vocab_idf[pair_feature]
     if config.weighting == "binary":
         weights = np.ones(len(pairs), dtype=np.float64)
