@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simhash_udf.core.fingerprint as fp_module
-from simhash_udf.core.config import WEIGHTINGS, FingerprintConfig
-from simhash_udf.core.fingerprint import feature_hash, fingerprints, weighted_features
+from simhash_udf.core.config import WEIGHTINGS, FingerprintConfig, SketchConfig
+from simhash_udf.core.fingerprint import feature_hash, fingerprints, signatures, weighted_features
 from simhash_udf.core.normalise import normalise
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,3 +124,22 @@ def test_long_documents_with_many_repeats() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fp_module, "_CHUNK", 3)
         _check([long_text, _sample_texts()[5]], FingerprintConfig())
+
+
+@pytest.mark.parametrize("ngram", [1, 2, 3])
+@pytest.mark.parametrize("weighting", ["binary", "tfidf", "logtfidf"])
+def test_signatures_give_the_definitions_fingerprints_and_one_sketch_for_any_n(ngram: int, weighting: str) -> None:
+    """`signatures` numbers the tokens once and, with n-grams of 1, uses those numbers as the
+    fingerprint's features too: its fingerprints must still be the definition's for every n
+    and weighting, and its sketches (token shingles) must not depend on n or the weighting."""
+    texts = _sample_texts()[:20] + [None, "", "one two"]
+    config = FingerprintConfig(ngram=ngram, weighting=weighting, min_features=1)
+    found = signatures(texts, config, SketchConfig(min_chars=30))
+    for i, text in enumerate(texts):
+        value, n_features = reference(text, config)
+        assert int(found.n_features[i]) == n_features, i
+        if n_features:
+            assert int(found.fingerprint[i]) & MASK64 == value, i
+    baseline = signatures(texts, FingerprintConfig(), SketchConfig(min_chars=30))
+    assert np.array_equal(found.has_sketch, baseline.has_sketch)
+    assert np.array_equal(found.sketch[found.has_sketch], baseline.sketch[baseline.has_sketch])
