@@ -30,11 +30,16 @@ def _size_bin(size: int) -> str:
     return f"{hi // 2 + 1}-{hi}"
 
 
-def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, Any]:
+def summarise(
+    clusters_frame: DataFrame, pairs_frame: DataFrame, cluster_sizes: DataFrame | None = None
+) -> dict[str, Any]:
     """Counts of a result, as the report gives them.
 
     clusters_frame: `cluster_id`, `status`, `reason` (see `NearDuplicates.clusters`).
     pairs_frame: `distance` (fingerprint pairs, or pairs by id).
+    cluster_sizes: `cluster_id`, `members`, one row per cluster of clusters_frame
+    (`NearDuplicates.cluster_sizes`), or None to count every cluster's rows in clusters_frame
+    (a shuffle of every document by cluster).
     Returns by_status, by_reason (status -> reason -> count), clusters, cluster_sizes
     (power-of-two bins: 1, 2, 3-4, 5-8, ...) and distances (distance -> pairs).
     """
@@ -45,12 +50,15 @@ def summarise(clusters_frame: DataFrame, pairs_frame: DataFrame) -> dict[str, An
         by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
         if row["reason"] is not None:
             by_reason.setdefault(row["status"], {})[row["reason"]] = row["count"]
-    sizes = (
-        clusters_frame.where(F.col("cluster_id").isNotNull())
-        .groupBy("cluster_id").count()
-        .groupBy(F.col("count").alias("size")).count()
-        .collect()
-    )
+    if cluster_sizes is not None:
+        sizes = cluster_sizes.groupBy(F.col("members").alias("size")).count().collect()
+    else:
+        sizes = (
+            clusters_frame.where(F.col("cluster_id").isNotNull())
+            .groupBy("cluster_id").count()
+            .groupBy(F.col("count").alias("size")).count()
+            .collect()
+        )
     size_hist: dict[str, int] = {}
     for row in sorted(sizes, key=lambda r: r["size"]):
         key = _size_bin(row["size"])

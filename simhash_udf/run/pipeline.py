@@ -211,7 +211,7 @@ def _run_staged(
         deduped = documents.input_columns(docs).join(dropped, config.id_col, "left_anti")
         outputs.write_parquet(deduped, target.path("deduped"))
     with stages.timed("report"):
-        summary = report.summarise(clusters_frame, found.fingerprint_pairs)
+        summary = report.summarise(clusters_frame, found.fingerprint_pairs, found.cluster_sizes)
         accounted = sum(summary["by_status"].values()) + sum(rejected_counts.values())
         if accounted != source.rows:
             raise LostRowsError(

@@ -9,6 +9,7 @@ more than k bits apart in one cluster (`distance` to the kept document shows it)
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -19,13 +20,33 @@ NEAR_DUPLICATE = "near_duplicate"
 SKIPPED = "skipped"
 
 
+@dataclass(frozen=True)
+class ClusterAssignment:
+    """documents: `assign_clusters`'s rows. sizes: `cluster_id`, `members` (long), one row per
+    cluster: the aggregate the kept documents were chosen by, so the report's histogram of
+    cluster sizes is a pass over it rather than a shuffle of every document by cluster."""
+
+    documents: DataFrame
+    sizes: DataFrame
+
+
 def assign_clusters(
     documents: DataFrame,
     components: DataFrame,
     keep_order: str = "asc",
     materialise: Callable[[DataFrame], DataFrame] = lambda frame: frame,
 ) -> DataFrame:
-    """Cluster and status of every document.
+    """Cluster and status of every document (`cluster_assignment`'s documents)."""
+    return cluster_assignment(documents, components, keep_order, materialise).documents
+
+
+def cluster_assignment(
+    documents: DataFrame,
+    components: DataFrame,
+    keep_order: str = "asc",
+    materialise: Callable[[DataFrame], DataFrame] = lambda frame: frame,
+) -> ClusterAssignment:
+    """Cluster and status of every document, and the size of every cluster.
 
     documents: `id`, [`keep_by`], `exact_key` (binary, null when there is no text),
         `fingerprint` (long, null when there is none), `reason` (a skip reason, `too_short`,
@@ -38,9 +59,10 @@ def assign_clusters(
     materialise: stores a frame and returns the stored copy (a job's `Stages.materialise`):
         the clusters' aggregate is read twice, and the clusters of more than one document
         are joined to the documents, which Spark broadcasts when it knows they are few.
-    Returns `id`, `cluster_id` (the kept document's id; null when skipped), `fingerprint`,
-    `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`, `distance` (Hamming
-    distance to the kept document's fingerprint, when both have one).
+    Returns documents: `id`, `cluster_id` (the kept document's id; null when skipped),
+    `fingerprint`, `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`,
+    `distance` (Hamming distance to the kept document's fingerprint, when both have one); and
+    sizes (see `ClusterAssignment`).
     """
     skipped_reason = F.col("reason").isNotNull() & (F.col("reason") != F.lit("too_short"))
     active = documents.where(~skipped_reason)
@@ -98,7 +120,10 @@ def assign_clusters(
         "reason",
         F.lit(None).cast("int").alias("distance"),
     )
-    return alone.unionByName(clustered).unionByName(skipped)
+    return ClusterAssignment(
+        documents=alone.unionByName(clustered).unionByName(skipped),
+        sizes=kept.select("cluster_id", "members"),
+    )
 
 
 def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) -> DataFrame:

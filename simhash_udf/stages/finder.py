@@ -41,6 +41,8 @@ class NearDuplicates:
     plan: the band plan used, saying how it was chosen (`BandPlan.reason`).
     join_stats: counts and hot buckets of the join (`join.join_stats`), `distinct_fingerprints`,
     and, when the short-text check ran, `verify` (`short_text_check.counts`).
+    cluster_sizes: `cluster_id`, `members`, one row per cluster of `clusters`, when the finder
+    has them (`clusters.ClusterAssignment.sizes`); None: the report counts them in clusters/.
     """
 
     clusters: DataFrame
@@ -49,6 +51,7 @@ class NearDuplicates:
     signed: DataFrame | None
     plan: bands.BandPlan
     join_stats: dict[str, Any]
+    cluster_sizes: DataFrame | None = None
 
 
 class Finder(Protocol):

@@ -87,11 +87,13 @@ class SelfJoinFinder:
                 edge_count=edge_count,
             ),
         )
-        clustered = clusters.assign_clusters(
+        clustered = clusters.cluster_assignment(
             fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame)
         )
         pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"))
-        return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
+        return NearDuplicates(
+            clustered.documents, pairs, fingerprint_pairs, signed, plan, stats, cluster_sizes=clustered.sizes
+        )
 
     def report_sections(self) -> dict[str, Any]:
         return {}

@@ -105,3 +105,20 @@ def test_the_plan_section_of_an_index_run_adds_the_lookups_expectation():
     )
     alone = summary.plan_summary(bands.BandPlan(3, 6, chosen_by=bands.CHOSEN_BY_BLOCKS), 1_000)
     assert "lookup" not in alone and alone["chosen_by"] == "--blocks"
+
+
+@pytest.mark.spark
+def test_summarise_reads_cluster_sizes_when_the_finder_gives_them(spark):
+    """With `cluster_sizes` (the self-join's aggregate) the histogram and the cluster count
+    come from it, and must be what Python counts in the clusters' rows."""
+    rows = clusters_rows(5)
+    frame = spark.createDataFrame(rows, "id long, cluster_id string, status string, reason string")
+    sizes = Counter(cluster for _, cluster, _, _ in rows if cluster is not None)
+    given = spark.createDataFrame(list(sizes.items()), "cluster_id string, members long")
+    pairs = spark.createDataFrame([(1,)], "distance int")
+
+    got = summary.summarise(frame, pairs, given)
+
+    assert got["clusters"] == len(sizes)
+    assert got["cluster_sizes"] == dict(Counter(power_of_two_bin(n) for n in sizes.values()))
+    assert got == summary.summarise(frame, pairs)

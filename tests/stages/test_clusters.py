@@ -277,3 +277,27 @@ def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
     for i in range(1, 20_000):
         assert statuses[i] == (EXACT if i % 7 == 0 else NEAR), i
         assert result[i]["distance"] == bin(i % 100).count("1")
+
+
+def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_with_keep_by, spark):
+    """The report's size histogram reads `ClusterAssignment.sizes` (the aggregate the kept
+    documents come from) instead of counting clusters/ by cluster: they must agree, cluster by
+    cluster, in every keep order and on a cluster of 20,000 documents."""
+    documents, components = frames
+    big = spark.createDataFrame(
+        [(i, bytes([i % 7]) * 4, i % 100, None) for i in range(20_000)], DOCS_SCHEMA
+    ).repartition(8)
+    big_components = spark.createDataFrame([(fp, 0) for fp in range(100)], "node long, component long")
+    for assignment in (
+        clusters.cluster_assignment(documents, components),
+        clusters.cluster_assignment(documents_with_keep_by, components, "asc"),
+        clusters.cluster_assignment(documents_with_keep_by, components, "desc"),
+        clusters.cluster_assignment(big, big_components),
+    ):
+        counted = {
+            r["cluster_id"]: r["count"]
+            for r in assignment.documents.where("cluster_id is not null").groupBy("cluster_id").count().collect()
+        }
+        sizes = {r["cluster_id"]: r["members"] for r in assignment.sizes.collect()}
+        assert sizes == counted
+        assert len(counted) > 1 or set(counted.values()) == {20_000}
