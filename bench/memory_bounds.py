@@ -9,7 +9,7 @@ The places where one process could hold data proportional to the input (issue 11
 what this input makes of each:
 
 - **a giant cluster**: a quarter of the documents are exact copies of one page (one
-  fingerprint, one cluster of N / 4 documents). `clusters.assign_clusters` picks the kept
+  fingerprint, one cluster of N / 4 documents). `clusters.cluster_assignment` picks the kept
   document by partial aggregates, so no task gathers the cluster.
 - **a hot bucket in one Python worker**: N / 20 distinct fingerprints share their 44 high
   bits and vary in the low 20 (`bench/skew.py`'s hot key): each band table whose key lies in

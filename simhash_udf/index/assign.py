@@ -84,8 +84,8 @@ def assign_with_index(
     A document whose fingerprint's component touches the index joins that indexed cluster
     (exact_duplicate when its text equals the kept document's, near_duplicate otherwise); a
     too-short document whose text is indexed joins that text's cluster; every other document
-    is clustered within the batch as without an index (`clusters.assign_clusters`).
-    Returns the columns of `clusters.assign_clusters` plus `cluster_fingerprint`,
+    is clustered within the batch as without an index (`clusters.cluster_assignment`).
+    Returns the columns of `clusters.cluster_assignment`'s documents plus `cluster_fingerprint`,
     `cluster_exact_key`, `cluster_run_id` of the indexed cluster joined (null for clusters
     created by this batch).
     """
@@ -120,7 +120,7 @@ def assign_with_index(
         )
     matched_rows = matched[0] if len(matched) == 1 else matched[0].unionByName(matched[1])
     rest = fingerprinted.join(matched_rows.select("id"), "id", "left_anti")
-    own = clusters.assign_clusters(rest, components, keep_order).select(
+    own = clusters.cluster_assignment(rest, components, keep_order).documents.select(
         "*",
         F.lit(None).cast("long").alias("cluster_fingerprint"),
         F.lit(None).cast("binary").alias("cluster_exact_key"),

@@ -22,22 +22,12 @@ SKIPPED = "skipped"
 
 @dataclass(frozen=True)
 class ClusterAssignment:
-    """documents: `assign_clusters`'s rows. sizes: `cluster_id`, `members` (long), one row per
+    """documents: every document's cluster and status (see `cluster_assignment`). sizes: `cluster_id`, `members` (long), one row per
     cluster: the aggregate the kept documents were chosen by, so the report's histogram of
     cluster sizes is a pass over it rather than a shuffle of every document by cluster."""
 
     documents: DataFrame
     sizes: DataFrame
-
-
-def assign_clusters(
-    documents: DataFrame,
-    components: DataFrame,
-    keep_order: str = "asc",
-    materialise: Callable[[DataFrame], DataFrame] = lambda frame: frame,
-) -> DataFrame:
-    """Cluster and status of every document (`cluster_assignment`'s documents)."""
-    return cluster_assignment(documents, components, keep_order, materialise).documents
 
 
 def cluster_assignment(

@@ -291,7 +291,7 @@ def test_a_failed_run_leaves_no_output_and_keeps_the_old_one(spark, dedupe_main,
     def broken(*args, **kwargs):
         raise RuntimeError("simulated failure after the join")
 
-    monkeypatch.setattr(clusters, "assign_clusters", broken)
+    monkeypatch.setattr(clusters, "cluster_assignment", broken)
     with pytest.raises(RuntimeError, match="simulated failure"):
         _run(dedupe_main, spark, "--input", str(src), "--output", str(out), "--overwrite")
     assert (out / "report.json").read_text() == before

@@ -1,6 +1,6 @@
 """From components to documents: statuses, kept documents and pairs by id, on hand-made frames.
 
-Every expected row below is worked out by hand from the rules in `clusters.assign_clusters`'s
+Every expected row below is worked out by hand from the rules in `clusters.cluster_assignment`'s
 docstring (distances are popcounts of XORs written out in the comments), not by running the
 code under test.
 """
@@ -91,7 +91,7 @@ def test_default_keeps_the_smallest_id(frames):
         (16, 16, 200, KEPT, None, 0),
         (17, 16, 200, NEAR, None, 0),
     ]
-    result = clusters.assign_clusters(documents, components)
+    result = clusters.cluster_assignment(documents, components).documents
     _assert_frame(result, expected, CLUSTERS_SCHEMA)
     assert result.count() == len(DOCUMENTS)
 
@@ -131,7 +131,7 @@ def test_keep_by_ascending(frames, documents_with_keep_by):
         (16, 16, 200, KEPT, None, 0),
         (17, 16, 200, NEAR, None, 0),
     ]
-    _assert_frame(clusters.assign_clusters(documents_with_keep_by, components, "asc"), expected, CLUSTERS_SCHEMA)
+    _assert_frame(clusters.cluster_assignment(documents_with_keep_by, components, "asc").documents, expected, CLUSTERS_SCHEMA)
 
 
 def test_keep_by_descending(frames, documents_with_keep_by):
@@ -158,7 +158,7 @@ def test_keep_by_descending(frames, documents_with_keep_by):
         (17, 17, 200, KEPT, None, 0),
         (16, 17, 200, NEAR, None, 0),
     ]
-    _assert_frame(clusters.assign_clusters(documents_with_keep_by, components, "desc"), expected, CLUSTERS_SCHEMA)
+    _assert_frame(clusters.cluster_assignment(documents_with_keep_by, components, "desc").documents, expected, CLUSTERS_SCHEMA)
 
 
 def test_string_ids_keep_their_type_and_string_order(spark):
@@ -175,7 +175,7 @@ def test_string_ids_keep_their_type_and_string_order(spark):
         "id string, exact_key binary, fingerprint long, reason string",
     )
     components = spark.createDataFrame([(0, 0), (7, 0)], "node long, component long")
-    result = clusters.assign_clusters(documents, components)
+    result = clusters.cluster_assignment(documents, components).documents
     expected = [
         ("a10", "a10", 0, KEPT, None, 0),
         ("a9", "a10", 7, NEAR, None, 3),
@@ -199,7 +199,7 @@ def test_int_ids_keep_their_type(spark):
     components = spark.createDataFrame([(0, 0), (7, 0)], "node long, component long")
     expected = [(1, 1, 0, KEPT, None, 0), (2, 1, 7, NEAR, None, 3), (3, None, None, SKIPPED, "empty", None)]
     _assert_frame(
-        clusters.assign_clusters(documents, components),
+        clusters.cluster_assignment(documents, components).documents,
         expected,
         "id int, cluster_id int, fingerprint long, status string, reason string, distance int",
     )
@@ -248,9 +248,9 @@ def test_kept_document_is_chosen_without_a_window_over_a_cluster(frames, documen
     Spark combines partially before the shuffle, with every keep order."""
     documents, components = frames
     for frame in (
-        clusters.assign_clusters(documents, components),
-        clusters.assign_clusters(documents_with_keep_by, components, "asc"),
-        clusters.assign_clusters(documents_with_keep_by, components, "desc"),
+        clusters.cluster_assignment(documents, components).documents,
+        clusters.cluster_assignment(documents_with_keep_by, components, "asc").documents,
+        clusters.cluster_assignment(documents_with_keep_by, components, "desc").documents,
     ):
         plan = _physical_plan(frame)
         assert "Window" not in plan, plan
@@ -269,7 +269,7 @@ def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
     rows = [(i, bytes([i % 7]) * 4, i % 100, None) for i in ids]
     documents = spark.createDataFrame(rows, DOCS_SCHEMA).repartition(8)
     components = spark.createDataFrame([(fp, 0) for fp in range(100)], "node long, component long")
-    result = {r["id"]: r for r in clusters.assign_clusters(documents, components).collect()}
+    result = {r["id"]: r for r in clusters.cluster_assignment(documents, components).documents.collect()}
     assert len(result) == 20_000
     assert {r["cluster_id"] for r in result.values()} == {0}
     statuses = {i: r["status"] for i, r in result.items()}
