@@ -36,6 +36,8 @@ OUTPUTS = ("clusters", "pairs", "deduped")
 # Enough documents that every stage has real tasks on both executors; the run is dominated by
 # Spark's per-stage overhead, so more would only make the test slower.
 DOCUMENTS = 1500
+# The longest a cluster run may take (seconds); a few minutes even on a loaded machine.
+JOB_TIMEOUT = 600
 
 
 # --- processes ---------------------------------------------------------------------------
@@ -250,7 +252,7 @@ def submit(cluster: Cluster, crawl: Path, out: Path, *spark_options: str) -> sub
                                 start_new_session=True)
 
 
-def finish(job: subprocess.Popen, out: Path, timeout: float = 600) -> str:
+def finish(job: subprocess.Popen, out: Path, timeout: float = JOB_TIMEOUT) -> str:
     """Wait for the job; its stdout and stderr (the driver's Python logs to stdout)."""
     try:
         job.wait(timeout=timeout)
@@ -315,11 +317,14 @@ def test_cluster_run_equals_local_mode(cluster, crawl, local_outputs, tmp_path):
     job = submit(cluster, crawl, out)
     # While the job runs, note the executors' Python processes and what they have loaded.
     pythons: dict[int, tuple[str, set[str]]] = {}
-    while job.poll() is None:
+    # Bounded like `finish`: a job that never gets its executors must fail this test, not
+    # spin until CI's own limit (the loop polls, it does not wait on the job).
+    deadline = time.monotonic() + JOB_TIMEOUT
+    while job.poll() is None and time.monotonic() < deadline:
         for pid, (argv0, maps) in executor_pythons(work_dirs).items():
             pythons.setdefault(pid, (argv0, set()))[1].update(maps)
         time.sleep(0.5)
-    finish(job, out)
+    finish(job, out, timeout=max(1.0, deadline - time.monotonic()))
     print(f"\ncluster run (packing included if needed): {time.monotonic() - started:.1f} s")
     assert read_outputs(out) == local_outputs
 
@@ -371,6 +376,7 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     busy_since = None
     while True:  # until the victim has been running a task for half a second (a long one)
         assert job.poll() is None, "the job ended before the victim's executor ran a task"
+        assert time.monotonic() < deadline, "the victim's executor never ran a task for half a second"
         with urllib.request.urlopen(api, timeout=10) as response:
             active = {e["id"]: e["activeTasks"] for e in json.load(response)}
         if active.get(executors[0], 0) == 0:
