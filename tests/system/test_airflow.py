@@ -114,34 +114,17 @@ def earlier_report(documents: int, duplicates: int) -> dict:
     }}
 
 
-def test_a_daily_run_dedupes_the_days_partition_and_checks_its_report(airflow):
-    day = "2024-03-01"
-    partition = airflow.input_root / day
-    partition.mkdir(parents=True)
-    shutil.copy(SAMPLE, partition / "part-00000.jsonl")
-    # Three earlier days with duplicate rates of 45%, 50% and 48%, so the check judges the day's rate.
-    for earlier, (n, dup) in {"2024-02-27": (200, 90), "2024-02-28": (100, 50), "2024-02-29": (50, 24)}.items():
-        (airflow.output_root / earlier).mkdir(parents=True)
-        (airflow.output_root / earlier / "report.json").write_text(json.dumps(earlier_report(n, dup)))
-
-    done = airflow.run("dags", "test", DAG_ID, day, timeout=900)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-5000:]
-    state, tasks = airflow.task_states(day)
-    assert state == "success" and tasks == {
-        "dedupe": "success", "check_report": "success", "compact_due": "success", "compact_index": "skipped",
-    }, log[-5000:]  # 2024-03-01 is a Friday: not a compaction day
-    # The check ran on this day's report, against the three earlier days.
-    assert f"{airflow.output_root / day / 'report.json'}; compared with 3 earlier day(s)" in log
+def check_the_sample_day(out: Path, partition: Path, log: str) -> None:
+    """The output of a day whose partition is the sample, and its check against the three
+    earlier days `write_earlier_reports` left: counts from the input itself and its labels
+    (examples/README.md), not from the job."""
+    assert f"{out / 'report.json'}; compared with 3 earlier day(s)" in log
     assert "median of the last 3 day(s) 48.0%" in log
-
-    out = airflow.output_root / day
     assert {"clusters", "deduped", "pairs", "report.json"} <= {p.name for p in out.iterdir()}
-    assert not [p.name for p in airflow.output_root.iterdir() if p.name.startswith(".")], "staging left behind"
+    assert not [p.name for p in out.parent.iterdir() if p.name.startswith(".")], "staging left behind"
     report = json.loads((out / "report.json").read_text())
     assert report["input"]["path"] == f"{partition}/"
 
-    # Counts from the input itself and its labels (examples/README.md), not from the job.
     rows = sample_rows()
     ids = {r["id"] for r in rows}
     empty = {r["id"] for r in rows if r["kind"] == "empty"}
@@ -176,6 +159,14 @@ def test_a_daily_run_dedupes_the_days_partition_and_checks_its_report(airflow):
     assert all(d == sample_by_id[d["id"]] for d in deduped)
 
 
+def write_earlier_reports(output_root: Path) -> None:
+    """Three days before 2024-03-09 with duplicate rates of 45%, 50% and 48%, so the check
+    judges a day's rate against their median."""
+    for earlier, (n, dup) in {"2024-03-06": (200, 90), "2024-03-07": (100, 50), "2024-03-08": (50, 24)}.items():
+        (output_root / earlier).mkdir(parents=True)
+        (output_root / earlier / "report.json").write_text(json.dumps(earlier_report(n, dup)))
+
+
 def test_a_day_of_unparseable_rows_fails_the_run_with_a_clear_message(airflow):
     day = "2024-03-02"
     partition = airflow.input_root / day
@@ -186,7 +177,7 @@ def test_a_day_of_unparseable_rows_fails_the_run_with_a_clear_message(airflow):
         "<html>a truncated line that is not JSON\n",
         encoding="utf-8",
     )
-    # Its own index: the sample's ids, indexed by the test above, would be `id_in_index` here.
+    # Its own index, apart from the module's.
     own_index = {"AIRFLOW_VAR_SIMHASH_INDEX_PATH": str(airflow.input_root.parent / "index-unparseable")}
     done = airflow.run("dags", "test", DAG_ID, day, timeout=900, env=own_index)
     log = done.stdout + done.stderr
@@ -195,7 +186,6 @@ def test_a_day_of_unparseable_rows_fails_the_run_with_a_clear_message(airflow):
     # The job did its part (every row accounted for); the check failed the run.
     assert state == "failed" and tasks["dedupe"] == "success" and tasks["check_report"] == "failed", log[-5000:]
     assert "FAIL rejected: 2 of 3 input rows rejected (66.7%: null_id 1, unparseable 1); at most 1.0% allowed" in log
-    # (With the earlier days of the test above, the day's 0% duplicate rate fails too.)
     assert f"check(s) failed for {day}" in log
     report = json.loads((airflow.output_root / day / "report.json").read_text())
     assert report["counts"]["input_rows"] == 3 and report["counts"]["documents"] == 1
@@ -220,7 +210,9 @@ def index_entries(index: Path) -> list[tuple]:
 
 
 def test_day_two_is_deduplicated_against_day_one_through_the_index_and_a_retry_replaces_it(airflow, tmp_path):
-    """Two consecutive days with `airflow dags test`: a near copy of a day-1 page crawled on
+    """Two consecutive days with `airflow dags test`. Day 1 is the sample as one day's
+    partition: its output and its check against three earlier days' reports are whole
+    (`check_the_sample_day`). A near copy of a day-1 page crawled on
     day 2 is that page's duplicate (its cluster_id names the day-1 page), a page new on day 2
     is kept; running day 2 again gives the same output and index (the day's run is replaced,
     not added twice). Day 2 is a Sunday: the index is compacted after it, day 2 kept rerunnable."""
@@ -245,20 +237,23 @@ def test_day_two_is_deduplicated_against_day_one_through_the_index_and_a_retry_r
             "".join(json.dumps(r) + "\n" for r in day_rows), encoding="utf-8"
         )
 
-    def run_day(day: str) -> tuple[list[dict], dict[str, str]]:
+    write_earlier_reports(roots["output"])
+
+    def run_day(day: str) -> tuple[list[dict], dict[str, str], str]:
         done = airflow.run("dags", "test", DAG_ID, day, timeout=900, env=env)
         log = done.stdout + done.stderr
         assert done.returncode == 0, log[-5000:]
         state, tasks = airflow.task_states(day)
         assert state == "success", (tasks, log[-5000:])
         clusters = pq.read_table(roots["output"] / day / "clusters").to_pylist()
-        return sorted(clusters, key=lambda c: c["id"]), tasks
+        return sorted(clusters, key=lambda c: c["id"]), tasks, log
 
-    first, tasks1 = run_day(day1)
+    first, tasks1, log1 = run_day(day1)
+    check_the_sample_day(roots["output"] / day1, roots["input"] / day1, log1)
     status1 = {c["id"]: c for c in first}
     assert status1[1]["status"] == "kept" and status1[1]["cluster_id"] == 1
 
-    second, tasks2 = run_day(day2)
+    second, tasks2, _ = run_day(day2)
     by_id = {c["id"]: c for c in second}
     assert set(by_id) == {1001, 1002}
     assert by_id[1001]["status"] == "near_duplicate" and by_id[1001]["cluster_id"] == 1, by_id[1001]
@@ -272,7 +267,7 @@ def test_day_two_is_deduplicated_against_day_one_through_the_index_and_a_retry_r
     assert set(tasks2.values()) == {"success"} and len(tasks2) == 4, tasks2
 
     # Day 2 again (a retry, or the task cleared): the same output, the run replaced.
-    again, _ = run_day(day2)
+    again, _, _ = run_day(day2)
     assert again == second
     assert index_entries(roots["index"]) == entries, "the retried day was added twice or lost entries"
     manifest = json.loads(sorted((roots["index"] / "manifests").glob("*.json"))[-1].read_text())
