@@ -2,9 +2,10 @@
 
 A master and two one-core workers are started from the pyspark package (`spark-class`), as a
 small cluster is started by hand. The job is submitted through submit.sh, which packs the
-executors' environment (scripts/pack_env.sh) and ships it with --archives; its outputs must
-equal local mode's on the same input. Then one worker is killed while the job runs: Spark
-reruns the lost work on the other, and the outputs are still the same.
+executors' environment (scripts/pack_env.sh) and ships it with --archives. One run (a cluster
+run costs a minute or two): its executors' Python is the shipped environment's, one worker
+is killed while the job runs, Spark reruns the lost work on the other, and the outputs
+equal local mode's on the same input.
 """
 
 from __future__ import annotations
@@ -309,41 +310,13 @@ def test_pack_env_ships_the_project_without_pyspark():
     assert again.returncode == 0 and again.stdout == result.stdout and "packing" not in again.stderr
 
 
-def test_cluster_run_equals_local_mode(cluster, crawl, local_outputs, tmp_path):
-    out = tmp_path / "cluster"
-    work_dirs = [w.work_dir for w in cluster.workers]
-    wait_ready(cluster)
-    started = time.monotonic()
-    job = submit(cluster, crawl, out)
-    # While the job runs, note the executors' Python processes and what they have loaded.
-    pythons: dict[int, tuple[str, set[str]]] = {}
-    # Bounded like `finish`: a job that never gets its executors must fail this test, not
-    # spin until CI's own limit (the loop polls, it does not wait on the job).
-    deadline = time.monotonic() + JOB_TIMEOUT
-    while job.poll() is None and time.monotonic() < deadline:
-        for pid, (argv0, maps) in executor_pythons(work_dirs).items():
-            pythons.setdefault(pid, (argv0, set()))[1].update(maps)
-        time.sleep(0.5)
-    finish(job, out, timeout=max(1.0, deadline - time.monotonic()))
-    print(f"\ncluster run (packing included if needed): {time.monotonic() - started:.1f} s")
-    assert read_outputs(out) == local_outputs
-
-    # Both executors ran, each in the environment unpacked from the archive...
-    for work_dir in work_dirs:
-        env_dirs = list(work_dir.glob("app-*/*/environment"))
-        assert env_dirs and (env_dirs[0] / "lib/python3.11/site-packages/simhash_udf/stages/udfs.py").is_file(), work_dir
-    # ...and their Python workers are the archive's Python, with pyarrow and numpy loaded
-    # from the unpacked archive and nothing from this machine's environment.
-    assert pythons, "no Python worker seen on the executors"
-    assert {argv0 for argv0, _ in pythons.values()} == {"./environment/bin/python"}
-    loaded = set().union(*(maps for _, maps in pythons.values()))
-    assert any("/environment/lib/python3.11/site-packages/pyarrow/" in p for p in loaded)
-    assert any("/environment/lib/python3.11/site-packages/numpy" in p for p in loaded)
-    assert not [p for p in loaded if p.startswith((str(VENV), str(ROOT)))]
-
-
-def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp_path):
+def test_a_cluster_run_in_the_shipped_environment_survives_losing_a_worker_and_equals_local_mode(
+    cluster, crawl, local_outputs, tmp_path
+):
+    """One cluster run (each costs a minute or two): both executors run the environment
+    submit.sh ships, a worker is killed mid-run, and the outputs still equal local mode's."""
     out = tmp_path / "killed"
+    work_dirs = [w.work_dir for w in cluster.workers]
     wait_ready(cluster)
     alive = [w for w in cluster.workers if w.process.poll() is None]
     assert len(alive) == 2
@@ -362,10 +335,18 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     # the text (stage signatures: decode, normalise, fingerprint, sketch) has started (two long
     # tasks, one per executor) and the driver's REST API has shown the
     # victim's executor running a task for half a second: normally a task is lost mid-way.
+    # Meanwhile, note the executors' Python processes and what they have loaded.
+    pythons: dict[int, tuple[str, set[str]]] = {}
+
+    def note_pythons() -> None:
+        for pid, (argv0, maps) in executor_pythons(work_dirs).items():
+            pythons.setdefault(pid, (argv0, set()))[1].update(maps)
+
     deadline = time.monotonic() + 400
     while "stage signatures: started" not in Path(f"{out}.stdout").read_text(errors="replace"):
         assert job.poll() is None, "the job ended before the worker could be killed"
         assert time.monotonic() < deadline, "the job never reached the signatures stage"
+        note_pythons()
         time.sleep(0.2)
     apps = cluster.state()["activeapps"]
     assert [a["state"] for a in apps] == ["RUNNING"]
@@ -385,6 +366,7 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
             busy_since = time.monotonic()
         elif time.monotonic() - busy_since >= 0.5:
             break
+        note_pythons()
         time.sleep(0.1)
     kill_tree(victim.process)
     killed_at = time.monotonic()
@@ -392,7 +374,12 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     print(f"\nkilled {victim.work_dir.name} (executor {executors[0]} of {app}, {active[executors[0]]} task(s) "
           f"running) {killed_at - started:.1f} s into the run")
 
-    log = finish(job, out)
+    # The surviving executor runs the rest of the run's Python tasks: watch them to the end.
+    deadline = killed_at + JOB_TIMEOUT
+    while job.poll() is None and time.monotonic() < deadline:
+        note_pythons()
+        time.sleep(0.5)
+    log = finish(job, out, timeout=max(1.0, deadline - time.monotonic()))
     print(f"run with a worker killed: {time.monotonic() - started:.1f} s "
           f"({time.monotonic() - killed_at:.1f} s after the kill)")
     # The loss happened mid-run and Spark noticed it: the outputs were written after the
@@ -413,3 +400,16 @@ def test_cluster_run_survives_losing_a_worker(cluster, crawl, local_outputs, tmp
     workers = cluster.state()["workers"]
     assert sorted(w["state"] for w in workers) == ["ALIVE", "DEAD"]
     assert read_outputs(out) == local_outputs
+
+    # Both executors ran, each in the environment unpacked from the archive...
+    for work_dir in work_dirs:
+        env_dirs = list(work_dir.glob("app-*/*/environment"))
+        assert env_dirs and (env_dirs[0] / "lib/python3.11/site-packages/simhash_udf/stages/udfs.py").is_file(), work_dir
+    # ...and their Python workers are the archive's Python, with pyarrow and numpy loaded
+    # from the unpacked archive and nothing from this machine's environment.
+    assert pythons, "no Python worker seen on the executors"
+    assert {argv0 for argv0, _ in pythons.values()} == {"./environment/bin/python"}
+    loaded = set().union(*(maps for _, maps in pythons.values()))
+    assert any("/environment/lib/python3.11/site-packages/pyarrow/" in p for p in loaded)
+    assert any("/environment/lib/python3.11/site-packages/numpy" in p for p in loaded)
+    assert not [p for p in loaded if p.startswith((str(VENV), str(ROOT)))]
