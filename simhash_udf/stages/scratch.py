@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from simhash_udf.files import outputs
 from simhash_udf.stages import progress
@@ -34,6 +34,8 @@ class Stages:
     the progress lines' estimate of documents done. progress_interval: seconds between two
     progress lines of a running stage (0: none); see `progress.watch`.
     seconds, rows: each stage's wall time and the row count of its (last) stored result.
+    observed: the aggregates a `materialise(..., observe=...)` computed over its stage's (last)
+    stored result, by name.
     jobs: how many Spark jobs each stage ran, counted in the job group `job_group` (set by
     `count_jobs`; empty when no group is set): each job costs a scheduling round trip and
     at least one task per partition, which is most of a small run's time.
@@ -46,22 +48,40 @@ class Stages:
     documents: int | None = None
     progress_interval: float = progress.DEFAULT_INTERVAL
     jobs: dict[str, int] = field(default_factory=dict)
+    observed: dict[str, dict[str, int]] = field(default_factory=dict)
     job_group: str | None = None
     _started: float = field(default_factory=time.perf_counter)
     _serial: int = 0
 
-    def materialise(self, name: str, frame: DataFrame) -> DataFrame:
-        """Compute `frame` now, store it, and return a frame that reads the stored copy."""
+    def materialise(self, name: str, frame: DataFrame, observe: Mapping[str, Column] | None = None) -> DataFrame:
+        """Compute `frame` now, store it, and return a frame that reads the stored copy.
+
+        observe: aggregates over the stored rows to keep in `observed[name]` (name -> aggregate
+        column, e.g. `F.count(F.when(condition, 1))`). In a job they are Spark's observed
+        metrics, computed by the write's own tasks: a count the run needs of a stage result costs
+        no Spark job of its own (a count of the read-back copy costs one or two).
+        """
         self.spark = self.spark or frame.sparkSession
         start = time.perf_counter()
+        aggregates = [column.alias(key) for key, column in (observe or {}).items()]
+        self.observed.pop(name, None)  # a stage stored again: its aggregates, if any, are new
         with self._running(name):
             if self.work is None:
                 stored = frame.localCheckpoint()
+                if aggregates:
+                    self.observed[name] = stored.agg(*aggregates).first().asDict()
             else:
                 self._serial += 1
                 path = f"{self.work}/{self._serial:03d}-{name}"
+                observation = Observation(f"{self._serial:03d}-{name}") if aggregates else None
+                if observation is not None:
+                    frame = frame.observe(observation, *aggregates)
                 outputs.write_parquet(frame, path)
                 stored = frame.sparkSession.read.parquet(path)
+                if observation is not None:
+                    # Collected by the write's result tasks, each counted once (a retried or
+                    # speculative task adds nothing): exact, like a count of the stored copy.
+                    self.observed[name] = dict(observation.get)
             # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
             # with counts is how a long run shows its progress.
             self.rows[name] = stored.count() if self.work is None else outputs.parquet_rows(stored.sparkSession, path)
