@@ -59,10 +59,11 @@ class SelfJoinFinder:
         if checking:
             # The short-text policy: pairs of short texts must also share enough shingles
             # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
-            marked = stages.materialise("verify_texts", short_text_check.mark_pairs(fingerprint_pairs, table, config.verify))
-            with stages.timed("verify_texts"):
-                needing = marked.where("needs_texts").limit(1).count()
-            if needing:
+            marked = stages.materialise(
+                "verify_texts", short_text_check.mark_pairs(fingerprint_pairs, table, config.verify),
+                observe={"needs_texts": F.count(F.when(F.col("needs_texts"), 1))},
+            )
+            if stages.observed["verify_texts"]["needs_texts"]:
                 scored = stages.materialise("verify_texts", short_text_check.score_marked(marked, signed, docs, config))
             else:
                 # No pair has a short text: none goes back to the input for its texts.
@@ -117,15 +118,23 @@ def _with_sketch_route(
     rows = sketch_join.band_rows(nodes, config.sketch)
     # The shared buckets are stored under the candidates' stage name (its time adds up; its
     # rows are the candidates', stored last): read twice, they are not shuffled twice.
-    buckets = stages.materialise("sketch_candidates", sketch_join.shared_buckets(rows))
-    candidates, hot = sketch_join.candidate_pairs(rows, buckets)
+    # The counts the report needs are observed while their stage result is stored, not counted
+    # after (a Spark job or two each).
+    hot_size = sketch_join.HOT_BUCKET_SIZE
+    buckets = stages.materialise(
+        "sketch_candidates", sketch_join.shared_buckets(rows),
+        observe={"hot_buckets": F.count(F.when(F.col("size") > hot_size, 1))},
+    )
+    hot_buckets = stages.observed["sketch_candidates"]["hot_buckets"]
+    candidates, _ = sketch_join.candidate_pairs(rows, buckets, hot_size)
     candidates = stages.materialise("sketch_candidates", candidates)
     found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config.sketch))
     beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
-    pairs = stages.materialise("jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond))
-    with stages.timed("jaccard"):
-        added = pairs.where(F.col("distance") > config.k).count()
-        hot_buckets = hot.count()
+    pairs = stages.materialise(
+        "jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond),
+        observe={"beyond_k": F.count(F.when(F.col("distance") > config.k, 1))},
+    )
+    added = stages.observed["jaccard"]["beyond_k"]
     stats["sketch"] = {
         "nodes": stages.rows["sketch_nodes"],
         "candidate_pairs": stages.rows["sketch_candidates"],
