@@ -101,9 +101,9 @@ def find_against_index(
     new_fps = batch.join(indexed_fps, "fingerprint", "left_anti")
     # The batch's own pairs: the self-join's two-level join, hot runs summarised as
     # without an index (`simhash_udf.stages.self_join`).
-    joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(batch, plan, n))
+    joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(batch, plan, n), observe=join.stats_aggregates())
     with stages.timed("candidates"):
-        stats = join_counts(join.join_stats(joined, plan, n), found.stats)
+        stats = join_counts(join.join_stats(joined, plan, n, totals=stages.observed[BAND_JOIN_STAGE]), found.stats)
     stats["distinct_fingerprints"] = n
     # What the report prices the lookup for: the fingerprints the index held (key rows per table).
     stats["index_fingerprints"] = indexed_fingerprints(session.base)

@@ -48,7 +48,7 @@ def run_stages(
         ("distinct_fingerprints", "one row per distinct fingerprint"),
         (BAND_JOIN_STAGE, "band join: shuffle band rows by (table, key), then per partition in numpy sub-blocks, "
          "candidates verified by popcount, hot buckets summarised"),
-        ("candidates", "read the join's counts: candidate pairs, largest and hot buckets"),
+        ("candidates", "the join's counts (candidate pairs, largest bucket; observed while it was stored) and its hot buckets"),
     ]
     if verify_texts and not fingerprint_col:
         stages.append(("verify_texts", "pairs of short texts: normalise their texts again from the input, keep "

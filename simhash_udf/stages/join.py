@@ -17,7 +17,7 @@ reference), which the index and explore.py use.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import reduce
 from typing import Any
 
@@ -257,14 +257,34 @@ def join_pairs(joined: DataFrame, summarised: bool = True) -> DataFrame:
     return pairs.join(edges.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti").unionByName(edges)
 
 
+def stats_aggregates() -> dict[str, Column]:
+    """The totals `join_stats` reads of a `band_join`'s stats rows, as named aggregates over
+    all its rows: for `Stages.materialise(..., observe=...)`, which computes them while the
+    join's output is stored, so that reading them costs no Spark job."""
+    partition, hot = F.col("kind") == PARTITION_STATS, F.col("kind") == HOT_RUN
+    return {
+        "partitions": F.count(F.when(partition, 1)),
+        "band_rows": F.sum(F.when(partition, F.col("size"))),
+        "largest_bucket": F.max(F.when(partition, F.col("key"))),
+        "comparisons": F.sum(F.when(partition, F.col("comparisons"))),
+        "hot_run_size": F.max(F.when(partition, F.col("hot_run_size"))),
+        "hot_runs": F.count(F.when(hot, 1)),
+        "hot_edges": F.sum(F.when(hot, F.col("edges"))),
+        "hot_listed": F.sum(F.when(hot, F.col("listed"))),
+    }
+
+
 def join_stats(
     joined: DataFrame,
     plan: BandPlan,
     n: int,
     hot_listed: int = 10,
     hot_run_size: int | None = hot_runs.HOT_RUN_SIZE,
+    totals: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The counts of a `band_join` (one small read of its stats rows).
+    """The counts of a `band_join`: `stats_aggregates` of its rows, given as `totals` (observed
+    while it was stored) or computed here (one small aggregation); the hot runs' rows are read
+    only when there are some.
 
     Returns candidate_pairs (pairs compared by popcount), band_rows (rows shuffled),
     largest_bucket (the largest (table, key) bucket), hot_run_size (the threshold the
@@ -281,35 +301,27 @@ def join_stats(
             "hot_run_size": hot_run_size, "summarised_runs": 0, "summary_edges": 0,
             "listed_pairs": 0, "hot_buckets": [],
         }
-    rows = joined.where(F.col("kind") >= PARTITION_STATS)
-    totals = rows.groupBy("kind").agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.sum("size").alias("size"),
-        F.max("key").alias("largest"),
-        F.sum("edges").alias("edges"),
-        F.sum("comparisons").alias("comparisons"),
-        F.sum("listed").alias("listed"),
-        F.max("hot_run_size").alias("hot_run_size"),
-    ).collect()
-    by_kind = {r["kind"]: r for r in totals}
-    part, hot = by_kind.get(PARTITION_STATS), by_kind.get(HOT_RUN)
+    if totals is None:
+        aggregates = [column.alias(name) for name, column in stats_aggregates().items()]
+        totals = joined.agg(*aggregates).first().asDict()
+    part, hot = totals["partitions"] > 0, totals["hot_runs"] > 0
     listed = (
-        rows.where(F.col("kind") == HOT_RUN)
+        joined.where(F.col("kind") == HOT_RUN)
         .orderBy(F.col("size").desc(), "table", "key", "sub_block")
         .limit(hot_listed)
         .collect()
-        if hot is not None
+        if hot
         else []
     )
     return {
-        "candidate_pairs": int(part["comparisons"] or 0) if part else 0,
-        "band_rows": int(part["size"] or 0) if part else 0,
-        "largest_bucket": int(part["largest"] or 0) if part else (1 if n else 0),
+        "candidate_pairs": int(totals["comparisons"] or 0) if part else 0,
+        "band_rows": int(totals["band_rows"] or 0) if part else 0,
+        "largest_bucket": int(totals["largest_bucket"] or 0) if part else (1 if n else 0),
         # What the kernels were given (every partition gets the same), not the default.
-        "hot_run_size": _int_or_none(part["hot_run_size"]) if part else hot_run_size,
-        "summarised_runs": int(hot["rows"]) if hot else 0,
-        "summary_edges": int(hot["edges"] or 0) if hot else 0,
-        "listed_pairs": int(hot["listed"] or 0) if hot else 0,
+        "hot_run_size": _int_or_none(totals["hot_run_size"]) if part else hot_run_size,
+        "summarised_runs": int(totals["hot_runs"]) if hot else 0,
+        "summary_edges": int(totals["hot_edges"] or 0) if hot else 0,
+        "listed_pairs": int(totals["hot_listed"] or 0) if hot else 0,
         "hot_buckets": [
             {
                 "table": r["table"],

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core import bands, hot_runs
 from simhash_udf.stages import join
+from simhash_udf.stages.scratch import Stages
 
 pytestmark = pytest.mark.spark
 
@@ -293,6 +294,24 @@ def test_join_stats_report_the_hot_threshold_used(spark):
     joined = join.band_join(frame, plan, len(values)).localCheckpoint()
     stats = join.join_stats(joined, plan, len(values))
     assert stats["hot_run_size"] == hot_runs.HOT_RUN_SIZE and stats["summarised_runs"] == 0
+
+
+@pytest.mark.parametrize("hot_run_size", [500, None], ids=["hot_runs_summarised", "none"])
+def test_join_stats_observed_while_the_join_is_stored_equal_those_read_after(spark, tmp_path, hot_run_size):
+    """What a run does (`stats_aggregates` observed by `Stages.materialise`) against the
+    aggregation join_stats runs itself, with hot runs (listed from the stored rows) and without."""
+    values = _hot_members(4, 800)
+    frame = spark.createDataFrame([(int(v),) for v in values.view(np.int64)], "fingerprint long")
+    plan = bands.BandPlan(3, 4)
+    stages = Stages(work=str(tmp_path / "work"), spark=spark)
+    joined = stages.materialise(
+        "verify", join.band_join(frame, plan, len(values), hot_run_size=hot_run_size),
+        observe=join.stats_aggregates(),
+    )
+    observed = join.join_stats(joined, plan, len(values), totals=stages.observed["verify"])
+    assert observed == join.join_stats(joined, plan, len(values))
+    assert (observed["summarised_runs"] > 0) == (hot_run_size is not None)
+    assert observed["candidate_pairs"] > 0 and observed["band_rows"] == len(values) * plan.n_tables
 
 
 def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark):
