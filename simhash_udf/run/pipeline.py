@@ -186,8 +186,9 @@ def _run_staged(
         )
     found = finder.find(docs, config, stages)
     with stages.timed("clusters"):
-        outputs.write_parquet(_with_source(found.clusters, docs, config.id_col), target.path("clusters"))
-    clusters_frame = spark.read.parquet(target.path("clusters"))
+        clusters_frame = _with_source(found.clusters, docs, config.id_col)
+        outputs.write_parquet(clusters_frame, target.path("clusters"))
+    clusters_frame = outputs.read_back(clusters_frame, target.path("clusters"))
     if config.write_pairs:
         with stages.timed("pairs"):
             outputs.write_parquet(found.pairs, target.path("pairs"))
@@ -195,7 +196,7 @@ def _run_staged(
             # A handful of rows for report.html, read from the pairs just written.
             text_col = config.text_col if config.text_col in docs.columns else None
             samples = pair_samples.sample_pairs(
-                spark.read.parquet(target.path("pairs")), docs, config.id_col, text_col,
+                outputs.read_back(found.pairs, target.path("pairs")), docs, config.id_col, text_col,
                 extract=config.extract if config.html else None,
             )
     else:

@@ -77,7 +77,7 @@ class Stages:
                 if observation is not None:
                     frame = frame.observe(observation, *aggregates)
                 outputs.write_parquet(frame, path)
-                stored = frame.sparkSession.read.parquet(path)
+                stored = outputs.read_back(frame, path)
                 if observation is not None:
                     # Collected by the write's result tasks, each counted once (a retried or
                     # speculative task adds nothing): exact, like a count of the stored copy.

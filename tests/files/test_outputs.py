@@ -7,6 +7,8 @@ Hadoop FileSystem calls the module makes.
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -160,3 +162,48 @@ def test_parquet_rows_of_an_empty_frame_is_zero(spark, tmp_path):
     path = str(tmp_path / "empty")
     write_parquet(spark.range(10).where("id < 0"), path)
     assert parquet_rows(spark, path) == 0
+
+
+def _jobs_in_group(spark, group: str, action) -> int:
+    """How many Spark jobs `action()` runs, counted in a job group of its own. The status
+    tracker learns of jobs from Spark's listener bus, which may lag the action a little."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    time.sleep(0.5)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_read_back_reads_what_spark_infers_from_the_files_without_a_job_of_its_own(spark, tmp_path):
+    from simhash_udf.files.outputs import read_back
+
+    path = str(tmp_path / "frame")
+    # Non-nullable, nested, binary, timestamp and null values: what stage results hold.
+    frame = spark.range(0, 50, numPartitions=3).selectExpr(
+        "id",
+        "IF(id % 5 = 0, NULL, CAST(id AS STRING)) AS text",
+        "CAST(CAST(id AS STRING) AS BINARY) AS key",
+        "ARRAY(id, id + 1) AS ends",
+        "NAMED_STRUCT('a', id, 'b', id % 2 = 0) AS pair",
+        "TIMESTAMP'2024-03-05 10:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) AS at",
+    )
+    write_parquet(frame, path)
+    inferred = spark.read.parquet(path)
+    read = {}
+    assert _jobs_in_group(spark, f"read-back-{uuid.uuid4()}", lambda: read.setdefault("frame", read_back(frame, path))) == 0
+    assert read["frame"].schema == inferred.schema
+    assert sorted(read["frame"].collect()) == sorted(inferred.collect())
+    assert len(read["frame"].collect()) == 50
+
+
+def test_read_back_of_an_empty_frame_has_its_columns_and_no_rows(spark, tmp_path):
+    from simhash_udf.files.outputs import read_back
+
+    path = str(tmp_path / "empty")
+    frame = spark.range(10).where("id < 0").selectExpr("id", "CAST(id AS STRING) AS text")
+    write_parquet(frame, path)
+    read = read_back(frame, path)
+    assert read.columns == ["id", "text"] and read.count() == 0
