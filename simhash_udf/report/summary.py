@@ -43,34 +43,43 @@ def summarise(
     Returns by_status, by_reason (status -> reason -> count), clusters, cluster_sizes
     (power-of-two bins: 1, 2, 3-4, 5-8, ...) and distances (distance -> pairs).
     """
-    status_rows = clusters_frame.groupBy("status", "reason").count().collect()
+    if cluster_sizes is None:
+        cluster_sizes = clusters_frame.where(F.col("cluster_id").isNotNull()).groupBy("cluster_id").agg(
+            F.count(F.lit(1)).alias("members")
+        )
+    # The three tables are a few dozen rows each: one query collects them all, where a collect
+    # of each is a Spark job or two of its own (and with adaptive execution, one more per shuffle).
+    tables = [
+        clusters_frame.groupBy("status", "reason").count().select(F.lit("status").alias("table"), "status", "reason", "count"),
+        cluster_sizes.groupBy(F.col("members").cast("long").alias("value")).count().select(F.lit("size").alias("table"), "value", "count"),
+        pairs_frame.groupBy(F.col("distance").cast("long").alias("value")).count().select(
+            F.lit("distance").alias("table"), "value", "count"
+        ),
+    ]
+    rows = (
+        tables[0].unionByName(tables[1], allowMissingColumns=True)
+        .unionByName(tables[2], allowMissingColumns=True)
+        .collect()
+    )
     by_status: dict[str, int] = {}
     by_reason: dict[str, dict[str, int]] = {}
-    for row in status_rows:
+    for row in (r for r in rows if r["table"] == "status"):
         by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
         if row["reason"] is not None:
             by_reason.setdefault(row["status"], {})[row["reason"]] = row["count"]
-    if cluster_sizes is not None:
-        sizes = cluster_sizes.groupBy(F.col("members").alias("size")).count().collect()
-    else:
-        sizes = (
-            clusters_frame.where(F.col("cluster_id").isNotNull())
-            .groupBy("cluster_id").count()
-            .groupBy(F.col("count").alias("size")).count()
-            .collect()
-        )
+    sizes = sorted((r["value"], r["count"]) for r in rows if r["table"] == "size")
     size_hist: dict[str, int] = {}
-    for row in sorted(sizes, key=lambda r: r["size"]):
-        key = _size_bin(row["size"])
-        size_hist[key] = size_hist.get(key, 0) + row["count"]
+    for size, count in sizes:
+        key = _size_bin(size)
+        size_hist[key] = size_hist.get(key, 0) + count
     # Sorted here, not by Spark: a few dozen rows, and an orderBy is two more Spark jobs.
-    distances = sorted(pairs_frame.groupBy("distance").count().collect(), key=lambda r: r["distance"])
+    distances = sorted((r["value"], r["count"]) for r in rows if r["table"] == "distance")
     return {
         "by_status": by_status,
         "by_reason": by_reason,
-        "clusters": sum(r["count"] for r in sizes),
+        "clusters": sum(count for _, count in sizes),
         "cluster_sizes": size_hist,
-        "distances": {str(r["distance"]): r["count"] for r in distances},
+        "distances": {str(distance): count for distance, count in distances},
     }
 
 
