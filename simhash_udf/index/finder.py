@@ -78,11 +78,14 @@ def find_against_index(
     keys = _guarded(session, lambda: session.store.read(session.base, "keys"))
 
     documents = fingerprinted.count()  # a stored stage result: its Parquet footers
+    # The run's counts of its stage results are observed while each is stored (`Stages.observed`):
+    # a count of a stored copy is a Spark job or two, on every run against the index.
     marked = _stage(
-        session, stages, "index_ids", lookup.mark_repeated_ids(fingerprinted, entries, documents)
+        session, stages, "index_ids", lookup.mark_repeated_ids(fingerprinted, entries, documents),
+        observe={"repeated_ids": F.count(F.when(F.col("reason") == lookup.ID_IN_INDEX, 1))},
     )
     repeated = marked.where(F.col("reason") == lookup.ID_IN_INDEX)
-    session.stats["repeated_ids"] = repeated.count()
+    session.stats["repeated_ids"] = stages.observed["index_ids"]["repeated_ids"]
     if session.stats["repeated_ids"]:
         sample = [r["id"] for r in repeated.select("id").orderBy("id").limit(5).collect()]
         log.warning(
@@ -95,7 +98,11 @@ def find_against_index(
     found = _guarded(session, lambda: lookup.lookup(
         batch, keys, plan, n, materialise=lambda frame: stages.materialise("index_lookup", frame)
     ))
-    matches = _stage(session, stages, "index_lookup", found.matches)
+    matches = _stage(
+        session, stages, "index_lookup", found.matches,
+        observe={"indexed": F.count(F.when(F.col("distance") == 0, 1)), "near": F.count(F.when(F.col("distance") > 0, 1))},
+    )
+    matched = stages.observed["index_lookup"]
     links = _stage(session, stages, "index_lookup", found.links) if found.stats["hot_lookup_buckets"] else None
     indexed_fps = matches.where("distance = 0").select(F.col("fp_new").alias("fingerprint"))
     new_fps = batch.join(indexed_fps, "fingerprint", "left_anti")
@@ -112,7 +119,7 @@ def find_against_index(
         "verify", join.join_pairs(joined, summarised=stats["self_join_summarised_runs"] > 0)
     )
     near_index = matches.where("distance > 0")
-    session.stats["pairs_with_indexed"] = near_index.count()
+    session.stats["pairs_with_indexed"] = matched["near"]
     sketches = None
     if signed is not None and config.sketch.jaccard is not None:
         # The sketch route within the batch and against the indexed sketches: its pairs join
@@ -171,6 +178,7 @@ def find_against_index(
     clustered_full = _stage(
         session, stages, "index_assign",
         assign.assign_with_index(marked, components, by_component, exact_entries, config.keep_order),
+        observe={"joining": F.count(F.when(F.col("cluster_run_id").isNotNull(), 1))},
     )
     clustered = clustered_full.select(*OUTPUT_COLUMNS)
 
@@ -200,10 +208,8 @@ def find_against_index(
 
     session.stats.update(
         {
-            "batch_fingerprints_already_indexed": indexed_fps.count(),
-            "documents_joining_indexed_clusters": clustered_full.where(
-                F.col("cluster_run_id").isNotNull()
-            ).count(),
+            "batch_fingerprints_already_indexed": matched["indexed"],
+            "documents_joining_indexed_clusters": stages.observed["index_assign"]["joining"],
         }
     )
     sources = docs.select(
@@ -217,8 +223,11 @@ def find_against_index(
     return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
 
 
-def _stage(session: IndexSession, stages: Stages, name: str, frame: DataFrame) -> DataFrame:
-    return _guarded(session, lambda: stages.materialise(name, frame))
+def _stage(
+    session: IndexSession, stages: Stages, name: str, frame: DataFrame, observe: dict[str, Column] | None = None
+) -> DataFrame:
+    """`stages.materialise(name, frame, observe)`, a damaged index file named (`_guarded`)."""
+    return _guarded(session, lambda: stages.materialise(name, frame, observe=observe))
 
 
 def _guarded(session: IndexSession, action: Callable[[], T]) -> T:

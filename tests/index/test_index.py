@@ -143,6 +143,14 @@ def test_a_week_of_days_gives_the_pairs_of_one_run_over_the_week(spark, dedupe_m
     assert all(e["url"] == f"https://example.com/{e['id']}" for e in entries)
     assert sum(r["batch_fingerprints_already_indexed"] for r in reports) > 0
     assert reports[-1]["version"] == 7
+    # The lookup's counts day by day, against brute force over the fingerprints indexed before.
+    indexed: set = set()
+    for day, report in zip(days, reports):
+        batch = {fp for _, fp in day}
+        assert report["batch_fingerprints_already_indexed"] == len(batch & indexed)
+        assert report["pairs_with_indexed"] == sum(1 for a in batch for b in indexed if 0 < popcount64(a ^ b) <= K)
+        indexed |= batch
+    assert sum(r["pairs_with_indexed"] for r in reports) > 0
 
 
 def fresh_index(two_days, tmp_path: Path) -> Path:
