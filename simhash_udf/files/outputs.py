@@ -8,9 +8,10 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from simhash_udf.files.hadoop import hadoop_path
 
@@ -107,9 +108,23 @@ class StagedOutput:
         self._fs.delete(self._staging, True)
 
 
-def write_parquet(frame: DataFrame, path: str) -> None:
-    """Write a DataFrame as Parquet, replacing anything at `path`."""
-    frame.write.mode("overwrite").parquet(path)
+def write_parquet(
+    frame: DataFrame, path: str, observe: Mapping[str, Column] | None = None, mode: str = "overwrite"
+) -> dict[str, Any]:
+    """Write a DataFrame as Parquet, replacing anything at `path` (`mode` "errorifexists": fail
+    if something is there).
+
+    observe: aggregates over the written rows (name -> aggregate column), returned by name
+    ({} without): Spark's observed metrics, computed by the write's own tasks, so a count of
+    what was written costs no Spark job of its own. Exact: the write's result stage counts
+    each task once (a retried or speculative task adds nothing)."""
+    aggregates = [column.alias(name) for name, column in (observe or {}).items()]
+    if not aggregates:
+        frame.write.mode(mode).parquet(path)
+        return {}
+    observation = Observation(f"write-{uuid.uuid4().hex}")
+    frame.observe(observation, *aggregates).write.mode(mode).parquet(path)
+    return dict(observation.get)
 
 
 def read_back(frame: DataFrame, path: str) -> DataFrame:

@@ -41,7 +41,7 @@ import time
 import uuid
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
@@ -371,13 +371,12 @@ def write_segment(store: IndexStore, folder: str, entries: DataFrame, plan: band
     segment is never written twice.
     """
     entries_path = store.path(f"{folder}/entries")
-    # The counts returned are observed by the write's own tasks (exact: its result stage counts
-    # each task once), and the entries are read back with their schema: each of the three was a
-    # Spark job or two of its own, on every run against an index.
-    counted = Observation(f"segment-{folder}")
-    entries.observe(
-        counted, F.count(F.lit(1)).alias("entries"), F.count("fingerprint").alias("fingerprints")
-    ).write.mode("errorifexists").parquet(entries_path)
+    # The counts returned are observed by the write's own tasks, and the entries are read back
+    # with their schema: each of the three was a Spark job or two of its own, on every run
+    # against an index.
+    counted = outputs.write_parquet(
+        entries, entries_path, {"entries": F.count(F.lit(1)), "fingerprints": F.count("fingerprint")}, "errorifexists"
+    )
     stored = outputs.read_back(entries, entries_path)
     fingerprints = stored.where(F.col("fingerprint").isNotNull()).select("fingerprint")
     # Range-partitioned by (table, key) and sorted: each file holds one key range of one
@@ -390,4 +389,4 @@ def write_segment(store: IndexStore, folder: str, entries: DataFrame, plan: band
         .partitionBy("table")
         .parquet(store.path(f"{folder}/keys"))
     )
-    return counted.get["entries"], counted.get["fingerprints"] * plan.n_tables
+    return counted["entries"], counted["fingerprints"] * plan.n_tables

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
 from simhash_udf.files import outputs
 from simhash_udf.stages import progress
@@ -73,15 +73,10 @@ class Stages:
             else:
                 self._serial += 1
                 path = f"{self.work}/{self._serial:03d}-{name}"
-                observation = Observation(f"{self._serial:03d}-{name}") if aggregates else None
-                if observation is not None:
-                    frame = frame.observe(observation, *aggregates)
-                outputs.write_parquet(frame, path)
+                observed = outputs.write_parquet(frame, path, observe)
                 stored = outputs.read_back(frame, path)
-                if observation is not None:
-                    # Collected by the write's result tasks, each counted once (a retried or
-                    # speculative task adds nothing): exact, like a count of the stored copy.
-                    self.observed[name] = dict(observation.get)
+                if observed:
+                    self.observed[name] = observed
             # Cheap on a stored copy (Parquet footers or checkpointed blocks), and the log line
             # with counts is how a long run shows its progress.
             self.rows[name] = stored.count() if self.work is None else outputs.parquet_rows(stored.sparkSession, path)
