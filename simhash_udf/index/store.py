@@ -65,6 +65,19 @@ cluster_exact_key (binary), cluster_run_id (string: the run that created the clu
 and in segments written before sketches existed, which lack the column: `IndexStore.read`
 reads it as null)."""
 
+# keys/' columns (`join.band_keys`); `table` is the partition folders'.
+KEY_SCHEMA = "table int, key bigint, fingerprint bigint"
+
+
+def entry_schema(id_type: str) -> str:
+    """entries/' columns (ENTRY_SCHEMA_DOC) as a DDL string, for ids of Spark type `id_type`
+    (`DataType.simpleString`, as the manifest records it)."""
+    return (
+        f"id {id_type}, fingerprint bigint, exact_key binary, url string, fetch_time string, "
+        f"run_id string, status string, cluster_id {id_type}, cluster_fingerprint bigint, "
+        "cluster_exact_key binary, cluster_run_id string, sketch binary"
+    )
+
 
 class IndexError_(inputs.InputError):
     """The index cannot be used as asked (wrong settings, corrupt files); the message says why."""
@@ -340,15 +353,23 @@ class IndexStore:
     # -- data ----------------------------------------------------------------------------
     def read(self, manifest: Manifest, part: str) -> DataFrame | None:
         """`entries` or `keys` of every segment of a version, or None when it has none.
-        Entries always have `sketch` (null where a segment predates it)."""
+        Entries always have `sketch` (null where a segment predates it).
+
+        Read with the schema the index writes (`entry_schema`, `KEY_SCHEMA`): a segment whose
+        run added no fingerprint has a keys/ folder without a Parquet file, from which Spark
+        cannot infer one (and inferring costs a Spark job per folder, on every run)."""
         folders = [self.path(f"{s.folder}/{part}") for s in manifest.segments]
         if not folders:
             return None
-        frames = [self.spark.read.parquet(folder) for folder in folders]
-        if part == "entries":
-            frames = [f if "sketch" in f.columns else f.withColumn("sketch", F.lit(None).cast("binary")) for f in frames]
-        # keys/ is partitioned by table: each folder is read with itself as its base path, so
-        # the `table` column comes from the partition folders of every segment.
+        if not manifest.id_type:
+            raise IndexCorruptError(
+                f"version {manifest.version} of the index {self.root} lists segments but no id type: "
+                "its manifest is corrupt"
+            )
+        schema = entry_schema(manifest.id_type) if part == "entries" else KEY_SCHEMA
+        # One read per folder, each its own base path (keys/' `table` comes from its partition
+        # folders; Spark refuses several roots of partition folders in one read), then a union.
+        frames = [self.spark.read.schema(schema).parquet(folder) for folder in folders]
         result = frames[0]
         for frame in frames[1:]:
             result = result.unionByName(frame)

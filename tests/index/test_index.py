@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from generators import brute_force_pairs, flip, planted_rows, popcount64, to_signed, write_days
-from helpers import ROOT, clusters_of, entries_of, entry_key, pairs_of, report_of, run_job
+from helpers import ROOT, clusters_of, entries_of, entry_key, newest_manifest, pairs_of, report_of, run_job
 
 pytestmark = pytest.mark.spark
 
@@ -207,6 +207,33 @@ def test_ids_already_in_the_index_are_skipped_and_counted(spark, dedupe_main, tw
     after = entries_of(spark, index)
     assert len(after) == len(entries) + 1
     assert len({e["id"] for e in after}) == len(after)
+
+
+@pytest.mark.slow
+def test_a_run_that_adds_no_fingerprint_leaves_an_index_the_next_run_reads(spark, dedupe_main, two_days, tmp_path):
+    """A run whose documents the index holds already publishes a segment without key rows: its
+    keys/ folder has no Parquet file. Every later run must still read the index (they failed
+    with Spark's UNABLE_TO_INFER_SCHEMA, deep in the run) and match against it."""
+    index = tmp_path / "index"
+    shutil.copytree(two_days["reference_index"], index)
+    assert run_job(dedupe_main, spark, two_days["day2"], tmp_path / "out-again", index, "--run-id", "again") == 0
+    added = report_of(tmp_path / "out-again")["index"]
+    assert (added["entries_added"], added["keys_added"]) == (0, 0)
+    # The index's entries, read with pyarrow from the folders the newest manifest lists.
+    segments = [index / s["folder"] / "entries" for s in newest_manifest(index)["segments"]]
+    entries = pa.concat_tables([pq.read_table(folder).select(["fingerprint", "cluster_id"]) for folder in segments])
+    indexed = [(fp, cid) for fp, cid in zip(*entries.to_pydict().values()) if fp is not None]
+    target = indexed[0][0]
+    near, fresh = flip(target, [1, 40]), to_signed(random.Random(7).getrandbits(64))
+    source = tmp_path / "next.parquet"
+    pq.write_table(pa.table({"id": pa.array([20_000_001, 20_000_002], pa.int64()), "fp": pa.array([near, fresh], pa.int64())}), source)
+    out = tmp_path / "out-next"
+    assert run_job(dedupe_main, spark, source, out, index, "--run-id", "next") == 0
+    rows = clusters_of(spark, out)
+    near_clusters = {cid for fp, cid in indexed if popcount64(fp ^ near) <= K}
+    assert rows[20_000_001]["status"] == "near_duplicate" and rows[20_000_001]["cluster_id"] in near_clusters
+    if not any(popcount64(fp ^ fresh) <= K for fp, _ in indexed):
+        assert rows[20_000_002]["status"] == "kept"
 
 
 def test_a_different_k_is_refused(spark, dedupe_main, two_days, tmp_path, capsys):
