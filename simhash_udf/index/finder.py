@@ -95,9 +95,7 @@ def find_against_index(
     active = F.col("reason").isNull() & F.col("fingerprint").isNotNull()
     batch = stages.materialise("distinct_fingerprints", marked.where(active).select("fingerprint").distinct())
     n = stages.rows["distinct_fingerprints"]
-    found = _guarded(session, lambda: lookup.lookup(
-        batch, keys, plan, n, materialise=lambda frame: stages.materialise("index_lookup", frame)
-    ))
+    found = _guarded(session, lambda: lookup.lookup(batch, keys, plan, n, stages=stages, stage="index_lookup"))
     matches = _stage(
         session, stages, "index_lookup", found.matches,
         observe={"indexed": F.count(F.when(F.col("distance") == 0, 1)), "near": F.count(F.when(F.col("distance") > 0, 1))},

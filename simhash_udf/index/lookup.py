@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from simhash_udf.core import hot_runs
 from simhash_udf.core.bands import BandPlan
 from simhash_udf.stages import join
-from simhash_udf.stages.components import Materialise
 from simhash_udf.stages.documents import TOO_SHORT
+from simhash_udf.stages.scratch import Stages
 
 # Reason of a batch document whose id is already an entry of the index (status `skipped`):
 # the index names clusters by these ids, so a second document with the same id is never added.
@@ -137,7 +137,8 @@ def lookup(
     plan: BandPlan,
     batch_rows: int | None = None,
     hot_run_size: int | None = hot_runs.HOT_RUN_SIZE,
-    materialise: Materialise | None = None,
+    stages: Stages | None = None,
+    stage: str = "index_lookup",
 ) -> Lookup:
     """Indexed fingerprints within k of each batch fingerprint, once per pair (see `Lookup`).
 
@@ -149,8 +150,9 @@ def lookup(
     than this is *hot*: instead of joining its b batch rows to its s stored rows (b x s
     candidates), its members are summarised as the self-join summarises a hot run (None:
     every bucket is joined in full).
-    materialise: stores what is read more than once (the stored key rows that share a batch
-    key, the batch key rows on those keys, the bucket sizes); default `localCheckpoint`.
+    stages: stores, as stage `stage`, what is read more than once (the stored key rows that
+    share a batch key, the batch key rows on those keys, the bucket sizes), with the counts
+    the lookup needs observed as each is stored; default `Stages()` (local checkpoints).
     Only the batch's key rows are broadcast in full, once, for the scan; what follows joins
     the few rows that share keys.
     """
@@ -158,35 +160,46 @@ def lookup(
     if index_keys is None:
         empty = spark.createDataFrame([], "fp_new long, fp_old long, distance int")
         return Lookup(empty, spark.createDataFrame([], "src long, dst long"), _lookup_stats(0, 0, []))
-    materialise = materialise or (lambda frame: frame.localCheckpoint())
+    stages = stages or Stages()
+
+    def stored(frame: DataFrame, observe: dict[str, Column]) -> tuple[DataFrame, dict[str, int]]:
+        # The counts below are observed while each frame is stored: a count of a stored copy
+        # is a Spark job or two of its own, on every run against the index.
+        result = stages.materialise(stage, frame, observe=observe)
+        return result, stages.observed[stage]
+
+    rows = {"rows": F.count(F.lit(1))}
     keys = join.band_keys(batch, plan).select("table", "key", F.col("fingerprint").alias("fp_new"))
     small = batch_rows is None or batch_rows * plan.n_tables <= BROADCAST_KEY_ROWS
     side = F.broadcast if small else (lambda frame: frame)
     # One scan of the index, streamed past the batch's key rows: the stored rows that share a
     # key with some batch row (a few per batch fingerprint with the lookup's plan), stored once.
-    hits = materialise(
+    hits, hit_count = stored(
         index_keys.select("table", "key", F.col("fingerprint").alias("fp_old")).join(
             side(keys.select("table", "key")), ["table", "key"], "left_semi"
-        )
+        ),
+        rows,
     )
-    hit_rows = hits.count()  # a stored copy: its footers
     # The batch rows on the other side of those keys: as few (the batch's key rows are
     # streamed past the hits' keys, not broadcast again).
     stored_sizes = hits.groupBy("table", "key").agg(F.count(F.lit(1)).alias("s"))
-    few = F.broadcast if hit_rows <= BROADCAST_KEY_ROWS else (lambda frame: frame)
-    batch_hits = materialise(keys.join(few(stored_sizes.select("table", "key")), ["table", "key"], "left_semi"))
-    # Keys on both sides only: b batch rows and s stored rows, b x s joined rows.
-    sizes = materialise(
-        batch_hits.groupBy("table", "key").agg(F.count(F.lit(1)).alias("b")).join(stored_sizes, ["table", "key"])
+    few = F.broadcast if hit_count["rows"] <= BROADCAST_KEY_ROWS else (lambda frame: frame)
+    batch_hits, batch_hit_count = stored(
+        keys.join(few(stored_sizes.select("table", "key")), ["table", "key"], "left_semi"), rows
     )
+    # Keys on both sides only: b batch rows and s stored rows, b x s joined rows.
     is_hot = (F.col("b") + F.col("s") > F.lit(hot_run_size)) if hot_run_size is not None else F.lit(False)
-    totals = sizes.agg(
-        F.sum(F.when(~is_hot, F.col("b") * F.col("s")).otherwise(0)).alias("cold"),
-        F.sum("s").alias("met"),
-        F.sum(is_hot.cast("long")).alias("hot"),
-    ).first()
+    sizes, totals = stored(
+        batch_hits.groupBy("table", "key").agg(F.count(F.lit(1)).alias("b")).join(stored_sizes, ["table", "key"]),
+        {
+            "cold": F.sum(F.when(~is_hot, F.col("b") * F.col("s")).otherwise(0)),
+            "met": F.sum("s"),
+            "hot": F.sum(is_hot.cast("long")),
+        },
+    )
     cold_candidates, met, n_hot = int(totals["cold"] or 0), int(totals["met"] or 0), int(totals["hot"] or 0)
-    keys, side = batch_hits, (F.broadcast if batch_hits.count() <= BROADCAST_KEY_ROWS else (lambda frame: frame))
+    keys = batch_hits
+    side = F.broadcast if batch_hit_count["rows"] <= BROADCAST_KEY_ROWS else (lambda frame: frame)
     differing = F.col("fp_new").bitwiseXOR(F.col("fp_old"))
     distance = F.bit_count(differing).cast("int")
 
@@ -211,9 +224,10 @@ def lookup(
         .unionByName(hits.join(hot_keys, ["table", "key"]).select("table", "key", F.col("fp_old").alias("fingerprint"), F.lit(True).alias("indexed")))
     )
     k = plan.k
-    summarised = materialise(
+    summarised = stages.materialise(
+        stage,
         members.repartition(max(1, min(n_hot, spark.sparkContext.defaultParallelism)), "table", "key")
-        .mapInArrow(lambda batches: _summarise_buckets(batches, k), _HOT_SCHEMA)
+        .mapInArrow(lambda batches: _summarise_buckets(batches, k), _HOT_SCHEMA),
     )
     hot_rows = summarised.where(F.col("kind") == _HOT).orderBy(
         (F.col("batch_members") * F.col("indexed_members")).desc(), "table", "key"
