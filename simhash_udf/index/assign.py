@@ -10,7 +10,7 @@ bridges.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from simhash_udf.stages import clusters
@@ -19,17 +19,16 @@ from simhash_udf.stages.documents import TOO_SHORT
 
 def indexed_clusters(
     matches: DataFrame, components: DataFrame, entries: DataFrame, run_seq: dict[str, int]
-) -> tuple[DataFrame, DataFrame]:
-    """The indexed cluster each component touching the index joins, and the bridges.
+) -> DataFrame:
+    """The indexed cluster each component touching the index joins.
 
     matches: `fp_new`, `fp_old`, `distance` (from `lookup`). components: `node`, `component`.
     entries: the index's entries. run_seq: publication order of each run id.
-    Returns (by_component, bridges):
-    by_component: `component`, `cluster_id`, `cluster_fingerprint`, `cluster_exact_key`,
-        `cluster_run_id` - the first indexed cluster (earliest run, then smallest id) the
-        component touches.
-    bridges: `component`, `clusters` (int > 1) - components touching several indexed clusters
-        (a new page near two clusters the index keeps apart; they stay apart).
+    Returns `component`, `cluster_id`, `cluster_fingerprint`, `cluster_exact_key`,
+    `cluster_run_id` - the first indexed cluster (earliest run, then smallest id) the
+    component touches - and `clusters` (long): how many indexed clusters it touches. More than
+    one makes it a bridge (a new page near two clusters the index keeps apart; they stay
+    apart), counted by `bridges`.
     """
     # The touched fingerprints are as many as the batch's matches: no forced broadcast
     # (Spark's adaptive execution broadcasts them while they are under its size threshold).
@@ -58,14 +57,22 @@ def indexed_clusters(
             "cluster_fingerprint", "cluster_exact_key", "cluster_run_id",
         )
     ).alias("_first")
-    by_component = ranked.groupBy("component").agg(first).select(
+    # The bridges' count in the same aggregation: one shuffle of the touched nodes, not two.
+    return ranked.groupBy("component").agg(first, F.countDistinct("cluster_id").alias("clusters")).select(
         "component", "_first.cluster_id", "_first.cluster_fingerprint", "_first.cluster_exact_key",
-        "_first.cluster_run_id",
+        "_first.cluster_run_id", "clusters",
     )
-    bridges = (
-        ranked.groupBy("component").agg(F.countDistinct("cluster_id").alias("clusters")).where("clusters > 1")
-    )
-    return by_component, bridges
+
+
+def bridges() -> dict[str, Column]:
+    """Aggregates over `indexed_clusters`' rows (to observe while they are stored):
+    `bridged_components` (components touching several indexed clusters) and
+    `bridged_clusters` (the indexed clusters those touch, summed)."""
+    bridge = F.col("clusters") > 1
+    return {
+        "bridged_components": F.count(F.when(bridge, 1)),
+        "bridged_clusters": F.coalesce(F.sum(F.when(bridge, F.col("clusters"))), F.lit(0)),
+    }
 
 
 def assign_with_index(

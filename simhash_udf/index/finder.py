@@ -160,10 +160,11 @@ def find_against_index(
             ).unionByName(
                 links.select(F.col("dst").alias("fp_new"), F.col("src").alias("fp_old"), F.lit(1).alias("distance"))
             )
-        by_component, bridges = assign.indexed_clusters(reached, components, entries, run_seq)
-        by_component = _stage(session, stages, "index_clusters", by_component)
-        session.stats["bridged_components"] = bridges.count()
-        session.stats["bridged_clusters"] = int(bridges.agg(F.sum("clusters")).first()[0] or 0)
+        by_component = _stage(
+            session, stages, "index_clusters", assign.indexed_clusters(reached, components, entries, run_seq),
+            observe=assign.bridges(),
+        )
+        session.stats.update(stages.observed["index_clusters"])
         exact_entries = entries.where(F.col("fingerprint").isNull())
     else:
         by_component = by_component_empty(batch.sparkSession)

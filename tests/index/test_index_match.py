@@ -53,21 +53,22 @@ def test_each_component_joins_its_earliest_indexed_cluster_without_a_broadcast_o
     components = spark.createDataFrame(COMPONENTS, "node long, component long")
     before = _settings_off(spark, ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold"))
     try:
-        by_component, bridges = assign.indexed_clusters(matches, components, entries, RUN_SEQ)
+        by_component = assign.indexed_clusters(matches, components, entries, RUN_SEQ)
         rows = sorted(tuple(r) for r in by_component.collect())
-        bridge_rows = sorted(tuple(r) for r in bridges.collect())
+        counts = by_component.agg(*[c.alias(n) for n, c in assign.bridges().items()]).first().asDict()
         plan = by_component._jdf.queryExecution().executedPlan().toString()
     finally:
         _restore(spark, before)
     assert by_component.columns == [
-        "component", "cluster_id", "cluster_fingerprint", "cluster_exact_key", "cluster_run_id"
+        "component", "cluster_id", "cluster_fingerprint", "cluster_exact_key", "cluster_run_id", "clusters"
     ]
+    # The last column: how many indexed clusters the component touches (more than one: a bridge).
     assert rows == [
-        (10, "b", 11_000, bytes([11]), "r1"),  # b (r1) before a (r2) and a0 (unknown run)
-        (20, "bb", 21_000, bytes([21]), "r1"),  # bb < c, both r1
-        (30, "d", 30_000, bytes([30]), "r2"),  # distance 0: its own node
+        (10, "b", 11_000, bytes([11]), "r1", 3),  # b (r1) before a (r2) and a0 (unknown run)
+        (20, "bb", 21_000, bytes([21]), "r1", 2),  # bb < c, both r1
+        (30, "d", 30_000, bytes([30]), "r2", 1),  # distance 0: its own node
     ]
-    assert bridge_rows == [(10, 3), (20, 2)]
+    assert counts == {"bridged_components": 2, "bridged_clusters": 5}
     # Neither a broadcast of the touched fingerprints (as many as the batch's matches) nor a
     # window that gathers all the indexed nodes a component touches in one task.
     assert "Broadcast" not in plan and "Window" not in plan, plan
