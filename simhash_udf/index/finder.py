@@ -123,11 +123,10 @@ def find_against_index(
         # The sketch route within the batch and against the indexed sketches: its pairs join
         # the edges, the matches and pairs/ exactly like the lookup's (`index.sketch_lookup`).
         indexed = sketch_lookup.indexed_nodes(entries) if entries is not None else None
-        route = sketch_lookup.take_sketch_route(
+        route = _guarded(session, lambda: sketch_lookup.take_sketch_route(
             sketch_lookup.batch_nodes(signed, marked.where(active), indexed, indexed_fps),
             batch_pairs, near_index, new_fps, indexed, config.sketch, config.k, stages,
-            lambda name, frame: _stage(session, stages, name, frame),
-        )
+        ))
         stats["sketch"] = route.stats
         log.info(
             "sketch route: %d sketches, %d pairs beyond k within the batch, %d with indexed fingerprints",

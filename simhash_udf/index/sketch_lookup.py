@@ -20,7 +20,6 @@ node has one sketch over the index's life (the first run's). DataFrame transform
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,7 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core.config import SketchConfig
 from simhash_udf.index.lookup import BROADCAST_KEY_ROWS
-from simhash_udf.stages import sketch_join
+from simhash_udf.stages import self_join, sketch_join
 from simhash_udf.stages.scratch import Stages
 
 
@@ -81,31 +80,49 @@ def batch_nodes(texts: DataFrame, active: DataFrame, indexed: DataFrame | None, 
     )
 
 
-def index_candidates(
-    new_rows: DataFrame, indexed_rows: DataFrame, broadcast: bool, hot_size: int = sketch_join.HOT_BUCKET_SIZE
-) -> tuple[DataFrame, DataFrame]:
-    """(candidates, hot buckets) between the batch's and the index's band rows (`band_rows`).
+def index_buckets(new_rows: DataFrame, indexed_rows: DataFrame, broadcast: bool) -> DataFrame:
+    """The (band, key) buckets of the index's band rows that the batch's new rows share:
+    `band`, `key`, `size` (indexed nodes in it), `anchor` (its smallest indexed fingerprint).
 
-    candidates: `fp_a` (batch), `fp_b` (indexed), each pair once: every pair sharing a
-    (band, key) bucket of at most `hot_size` indexed nodes, and every batch node of a larger
-    bucket paired with the bucket's smallest indexed fingerprint.
-    hot buckets: `band`, `key`, `size` (indexed nodes), `anchor` of the buckets paired star-wise.
+    new_rows, indexed_rows: `band_rows` of the batch's new nodes and of the indexed ones.
     Only the index's rows whose bucket the batch has are grouped (a semi-join first, with the
     batch's keys broadcast when `broadcast`: the index's rows are then filtered as they are
     read, never shuffled).
     """
+    return _met(new_rows, indexed_rows, broadcast).groupBy("band", "key").agg(
+        F.count(F.lit(1)).alias("size"), F.min("fingerprint").alias("anchor")
+    )
+
+
+def _met(new_rows: DataFrame, indexed_rows: DataFrame, broadcast: bool) -> DataFrame:
     keys = new_rows.select("band", "key").distinct()
-    met = indexed_rows.join(F.broadcast(keys) if broadcast else keys, ["band", "key"], "left_semi")
-    buckets = met.groupBy("band", "key").agg(F.count(F.lit(1)).alias("size"), F.min("fingerprint").alias("anchor"))
-    hot = buckets.where(F.col("size") > hot_size)
+    return indexed_rows.join(F.broadcast(keys) if broadcast else keys, ["band", "key"], "left_semi")
+
+
+def index_candidates(
+    new_rows: DataFrame,
+    indexed_rows: DataFrame,
+    buckets: DataFrame,
+    broadcast: bool,
+    hot_size: int = sketch_join.HOT_BUCKET_SIZE,
+) -> DataFrame:
+    """The candidates between the batch's and the index's band rows (`band_rows`): `fp_a`
+    (batch), `fp_b` (indexed), each pair once: every pair sharing a (band, key) bucket of at
+    most `hot_size` indexed nodes, and every batch node of a larger (hot) bucket paired with
+    the bucket's smallest indexed fingerprint.
+
+    buckets: `index_buckets(new_rows, indexed_rows, broadcast)` (a run passes its stored copy).
+    """
+    met = _met(new_rows, indexed_rows, broadcast)
     batch = new_rows.select("band", "key", F.col("fingerprint").alias("fp_a"))
     ordinary = batch.join(
         met.join(buckets.where(F.col("size") <= hot_size).select("band", "key"), ["band", "key"], "left_semi")
         .select("band", "key", F.col("fingerprint").alias("fp_b")),
         ["band", "key"],
     ).select("fp_a", "fp_b")
+    hot = buckets.where(F.col("size") > hot_size)
     star = batch.join(hot.select("band", "key", F.col("anchor").alias("fp_b")), ["band", "key"]).select("fp_a", "fp_b")
-    return ordinary.unionByName(star).distinct(), hot
+    return ordinary.unionByName(star).distinct()
 
 
 def take_sketch_route(
@@ -117,63 +134,58 @@ def take_sketch_route(
     config: SketchConfig,
     k: int,
     stages: Stages,
-    materialise: Callable[[str, DataFrame], DataFrame],
 ) -> SketchRoute:
     """The sketch route of a run against the index (module docstring).
 
     nodes: `batch_nodes`; batch_pairs: `fp_a`, `fp_b`, `distance` (the batch's band join);
-    near_index: `fp_new`, `fp_old`, `distance` (the lookup's matches at distance > 0);
-    new_fps: `fingerprint` of the batch's fingerprints the index does not hold; indexed:
-    `indexed_nodes` (None for an index without entries); k: the band join's (pairs beyond
-    it are the route's additions, counted). materialise(stage, frame) stores a
-    stage result (the finder's, which names an unreadable index file).
+    near_index: `fp_new`, `fp_old`, `distance` (the lookup's matches at distance > 0, each
+    pair once); new_fps: `fingerprint` of the batch's fingerprints the index does not hold;
+    indexed: `indexed_nodes` (None for an index without entries); k: the band join's (pairs
+    beyond it are the route's additions, counted). Stage results go to `stages`, their counts
+    observed while they are stored.
     """
-    nodes = materialise("sketch_nodes", nodes)
-    candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config))
-    candidates = materialise("sketch_candidates", candidates)
-    found = materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config))
-    beyond = found.join(batch_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
-    # Materialised once for the components and pairs/, as in the self-join (stage `jaccard`).
-    within = materialise("jaccard", sketch_join.with_jaccard(batch_pairs, nodes).unionByName(beyond))
-
+    # Within the batch: as without an index.
+    nodes, within, stats = self_join.sketch_route(batch_pairs, nodes, config, k, stages)
     lookup = near_index.select(F.col("fp_new").alias("fp_a"), F.col("fp_old").alias("fp_b"), "distance")
-    stats: dict[str, Any] = dict.fromkeys(
-        ("indexed_candidate_pairs", "pairs_with_indexed", "pairs_with_indexed_beyond_k", "hot_indexed_buckets"), 0
+    stats.update(
+        dict.fromkeys(("indexed_candidate_pairs", "pairs_with_indexed", "pairs_with_indexed_beyond_k", "hot_indexed_buckets"), 0)
     )
     if indexed is None:
         index_pairs = sketch_join.with_jaccard(lookup, nodes)
     else:
         new_nodes = nodes.join(new_fps, "fingerprint", "left_semi")
-        batch_rows = stages.rows["sketch_nodes"] * config.bands  # at most
-        cross, hot_cross = index_candidates(
-            sketch_join.band_rows(new_nodes, config), sketch_join.band_rows(indexed, config),
-            broadcast=batch_rows <= BROADCAST_KEY_ROWS,
+        broadcast = stages.rows["sketch_nodes"] * config.bands <= BROADCAST_KEY_ROWS  # batch rows, at most
+        new_rows, indexed_rows = sketch_join.band_rows(new_nodes, config), sketch_join.band_rows(indexed, config)
+        hot_size = sketch_join.HOT_BUCKET_SIZE
+        # The buckets are stored under the candidates' stage name, their hot ones counted as
+        # they are (as within the batch).
+        buckets = stages.materialise(
+            "index_sketch_candidates", index_buckets(new_rows, indexed_rows, broadcast),
+            observe={"hot": F.count(F.when(F.col("size") > hot_size, 1))},
         )
-        cross = materialise("index_sketch_candidates", cross)
+        stats["hot_indexed_buckets"] = stages.observed["index_sketch_candidates"]["hot"]
+        cross = stages.materialise(
+            "index_sketch_candidates", index_candidates(new_rows, indexed_rows, buckets, broadcast, hot_size)
+        )
+        stats["indexed_candidate_pairs"] = stages.rows["index_sketch_candidates"]
         # Only the indexed nodes a pair names are joined for their sketches (the index's
         # sketches are scanned once for the band rows, never shuffled whole).
         named = cross.select(F.col("fp_b").alias("fingerprint")).unionByName(
             lookup.select(F.col("fp_b").alias("fingerprint"))
         )
         pair_nodes = new_nodes.unionByName(indexed.join(named, "fingerprint", "left_semi"))
-        found_index = materialise("index_sketch_verify", sketch_join.sketch_pairs(cross, pair_nodes, config))
-        beyond_index = found_index.join(lookup.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
-        index_pairs = sketch_join.with_jaccard(lookup, pair_nodes).unionByName(beyond_index)
-        with stages.timed("index_sketch_verify"):
-            stats.update(
-                indexed_candidate_pairs=stages.rows["index_sketch_candidates"],
-                pairs_with_indexed=stages.rows["index_sketch_verify"],
-                pairs_with_indexed_beyond_k=beyond_index.count(),
-                hot_indexed_buckets=hot_cross.count(),
-            )
-    with stages.timed("jaccard"):
-        stats.update(
-            nodes=stages.rows["sketch_nodes"],
-            candidate_pairs=stages.rows["sketch_candidates"],
-            pairs=stages.rows["sketch_verify"],
-            pairs_beyond_k=within.where(F.col("distance") > F.lit(k)).count(),
-            hot_buckets=hot.count(),
+        # Each kept pair marked by whether the lookup has it already (it lists each pair once),
+        # so the ones beyond it are counted while they are stored.
+        in_lookup = lookup.select("fp_a", "fp_b", F.lit(True).alias("_in_lookup"))
+        found_index = stages.materialise(
+            "index_sketch_verify",
+            sketch_join.sketch_pairs(cross, pair_nodes, config).join(in_lookup, ["fp_a", "fp_b"], "left"),
+            observe={"beyond": F.count(F.when(F.col("_in_lookup").isNull(), 1))},
         )
+        stats["pairs_with_indexed"] = stages.rows["index_sketch_verify"]
+        stats["pairs_with_indexed_beyond_k"] = stages.observed["index_sketch_verify"]["beyond"]
+        beyond_index = found_index.where(F.col("_in_lookup").isNull()).drop("_in_lookup")
+        index_pairs = sketch_join.with_jaccard(lookup, pair_nodes).unionByName(beyond_index)
     renamed = index_pairs.select(
         F.col("fp_a").alias("fp_new"), F.col("fp_b").alias("fp_old"), "distance", "jaccard"
     )

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from simhash_udf.core import bands
-from simhash_udf.core.config import DedupeConfig
+from simhash_udf.core.config import DedupeConfig, SketchConfig
 from simhash_udf.stages import clusters, documents, join, short_text_check, sketch_join
 from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
@@ -109,13 +109,34 @@ class SelfJoinFinder:
 def _with_sketch_route(
     band_pairs: DataFrame, signed: DataFrame, config: DedupeConfig, stages: Stages, stats: dict[str, Any]
 ) -> DataFrame:
-    """The band join's pairs with their estimated Jaccard, and the sketch route's pairs
-    beyond them (`sketch_join`): `fp_a`, `fp_b`, `distance`, `jaccard`, materialised once for
-    the components and pairs/. Adds `sketch` to stats: `nodes`, `candidate_pairs`, `pairs`
-    (kept by the sketch route, within k or not), `pairs_beyond_k` (what it adds: the band join
-    has every pair within k), `hot_buckets` (buckets paired star-wise)."""
-    nodes = stages.materialise("sketch_nodes", sketch_join.sketch_nodes(signed))
-    rows = sketch_join.band_rows(nodes, config.sketch)
+    """`sketch_route` over the batch's sketch nodes; adds its counts to stats as `sketch`."""
+    _, pairs, stats["sketch"] = sketch_route(
+        band_pairs, sketch_join.sketch_nodes(signed), config.sketch, config.k, stages
+    )
+    log.info(
+        "sketch route: %d sketches, %d candidate pairs, %d pairs kept, %d beyond k",
+        stats["sketch"]["nodes"], stats["sketch"]["candidate_pairs"], stats["sketch"]["pairs"],
+        stats["sketch"]["pairs_beyond_k"],
+    )
+    return pairs
+
+
+def sketch_route(
+    band_pairs: DataFrame, nodes: DataFrame, sketch: SketchConfig, k: int, stages: Stages
+) -> tuple[DataFrame, DataFrame, dict[str, int]]:
+    """The sketch route within a batch (`sketch_join`), a run with an index's too.
+
+    band_pairs: `fp_a` < `fp_b`, `distance` (the band join's pairs within k); nodes:
+    `fingerprint`, `sketch`, one row per distinct fingerprint (`sketch_join.sketch_nodes`).
+    Returns (nodes, pairs, counts): the nodes as stored (stage `sketch_nodes`); the band join's
+    pairs with their estimated Jaccard and the sketch route's pairs beyond them, `fp_a`, `fp_b`,
+    `distance`, `jaccard`, stored once for the components and pairs/ (stage `jaccard`); and
+    report.json's `sketch` counts: `nodes`, `candidate_pairs`, `pairs` (kept by the sketch
+    route, within k or not), `pairs_beyond_k` (what it adds: the band join has every pair
+    within k), `hot_buckets` (buckets paired star-wise).
+    """
+    nodes = stages.materialise("sketch_nodes", nodes)
+    rows = sketch_join.band_rows(nodes, sketch)
     # The shared buckets are stored under the candidates' stage name (its time adds up; its
     # rows are the candidates', stored last): read twice, they are not shuffled twice.
     # The counts the report needs are observed while their stage result is stored, not counted
@@ -128,25 +149,20 @@ def _with_sketch_route(
     hot_buckets = stages.observed["sketch_candidates"]["hot_buckets"]
     candidates, _ = sketch_join.candidate_pairs(rows, buckets, hot_size)
     candidates = stages.materialise("sketch_candidates", candidates)
-    found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, config.sketch))
+    found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, sketch))
     beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
     pairs = stages.materialise(
         "jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond),
-        observe={"beyond_k": F.count(F.when(F.col("distance") > config.k, 1))},
+        observe={"beyond_k": F.count(F.when(F.col("distance") > k, 1))},
     )
-    added = stages.observed["jaccard"]["beyond_k"]
-    stats["sketch"] = {
+    counts = {
         "nodes": stages.rows["sketch_nodes"],
         "candidate_pairs": stages.rows["sketch_candidates"],
         "pairs": stages.rows["sketch_verify"],
-        "pairs_beyond_k": added,
+        "pairs_beyond_k": stages.observed["jaccard"]["beyond_k"],
         "hot_buckets": hot_buckets,
     }
-    log.info(
-        "sketch route: %d sketches, %d candidate pairs, %d pairs kept, %d beyond k",
-        stats["sketch"]["nodes"], stats["sketch"]["candidate_pairs"], stats["sketch"]["pairs"], added,
-    )
-    return pairs
+    return nodes, pairs, counts
 
 
 def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:
