@@ -116,6 +116,8 @@ def find_against_index(
     batch_pairs = stages.materialise(
         "verify", join.join_pairs(joined, summarised=stats["self_join_summarised_runs"] > 0)
     )
+    # The edges' count, known from the stored stages, picks the components' path (none taken).
+    edge_count = stages.rows["verify"] + matched["near"]
     near_index = matches.where("distance > 0")
     session.stats["pairs_with_indexed"] = matched["near"]
     sketches = None
@@ -133,6 +135,7 @@ def find_against_index(
             route.stats["nodes"], route.stats["pairs_beyond_k"], route.stats["pairs_with_indexed_beyond_k"],
         )
         sketches, batch_pairs, near_index = route.nodes, route.batch_pairs, route.index_pairs
+        edge_count = stages.rows["jaccard"] + matched["near"] + route.stats["pairs_with_indexed_beyond_k"]
         matches = matches.unionByName(near_index.select("fp_new", "fp_old", "distance"))
     else:
         no_jaccard = F.lit(None).cast("double").alias("jaccard")
@@ -145,7 +148,12 @@ def find_against_index(
         edges = edges.unionByName(links)
     components = stages.materialise(
         "components",
-        connected_components(edges, materialise=lambda frame: stages.materialise("components", frame)),
+        connected_components(
+            edges,
+            materialise=lambda frame: stages.materialise("components", frame),
+            # The hot buckets' links are not counted: the edges are then.
+            edge_count=edge_count if links is None else None,
+        ),
     )
     exact_entries = None
     if entries is not None:
