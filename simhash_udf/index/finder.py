@@ -77,7 +77,9 @@ def find_against_index(
     entries = _guarded(session, lambda: session.store.read(session.base, "entries"))
     keys = _guarded(session, lambda: session.store.read(session.base, "keys"))
 
-    documents = fingerprinted.count()  # a stored stage result: its Parquet footers
+    # fingerprinted is a view of the stage result fingerprint_documents stored: its row count is
+    # that stage's (a count of it is a Spark job or two).
+    documents = stages.rows["fingerprint" if config.fingerprint_col else "signatures"]
     # The run's counts of its stage results are observed while each is stored (`Stages.observed`):
     # a count of a stored copy is a Spark job or two, on every run against the index.
     marked = _stage(
@@ -87,7 +89,8 @@ def find_against_index(
     repeated = marked.where(F.col("reason") == lookup.ID_IN_INDEX)
     session.stats["repeated_ids"] = stages.observed["index_ids"]["repeated_ids"]
     if session.stats["repeated_ids"]:
-        sample = [r["id"] for r in repeated.select("id").orderBy("id").limit(5).collect()]
+        with stages.timed("index_ids"):
+            sample = [r["id"] for r in repeated.select("id").orderBy("id").limit(5).collect()]
         log.warning(
             "%d document(s) have ids the index already holds (skipped, reason %s), e.g. %s",
             session.stats["repeated_ids"], lookup.ID_IN_INDEX, sample,

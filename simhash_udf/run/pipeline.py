@@ -177,13 +177,14 @@ def _run_staged(
     stages.documents = source.rows
     docs, fmt = source.documents, source.format
     config = warc.document_config(config, fmt)
-    rejected_counts = {r["reason"]: r["count"] for r in source.rejected.groupBy("reason").count().collect()}
-    if rejected_counts:
-        outputs.write_parquet(source.rejected, target.path("rejected"))
-        log.warning(
-            "%d input rows could not be documents (%s); see rejected/",
-            sum(rejected_counts.values()), rejected_counts,
-        )
+    with stages.timed("check_ids"):
+        rejected_counts = {r["reason"]: r["count"] for r in source.rejected.groupBy("reason").count().collect()}
+        if rejected_counts:
+            outputs.write_parquet(source.rejected, target.path("rejected"))
+            log.warning(
+                "%d input rows could not be documents (%s); see rejected/",
+                sum(rejected_counts.values()), rejected_counts,
+            )
     found = finder.find(docs, config, stages)
     with stages.timed("clusters"):
         clusters_frame = _with_source(found.clusters, docs, config.id_col)

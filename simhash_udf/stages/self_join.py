@@ -64,11 +64,17 @@ class SelfJoinFinder:
                 observe={"needs_texts": F.count(F.when(F.col("needs_texts"), 1))},
             )
             if stages.observed["verify_texts"]["needs_texts"]:
-                scored = stages.materialise("verify_texts", short_text_check.score_marked(marked, signed, docs, config))
+                scored = stages.materialise(
+                    "verify_texts", short_text_check.score_marked(marked, signed, docs, config),
+                    observe=short_text_check.totals(),
+                )
+                totals = stages.observed["verify_texts"]
             else:
-                # No pair has a short text: none goes back to the input for its texts.
+                # No pair has a short text: none goes back to the input for its texts, and
+                # every pair is kept unchecked.
                 scored = short_text_check.unchecked(marked)
-            stats["verify"] = short_text_check.counts(scored, config.verify)
+                totals = {"pairs": stages.rows["verify_texts"], "checked": 0, "dropped": 0}
+            stats["verify"] = short_text_check.counts(totals, config.verify)
             fingerprint_pairs = short_text_check.kept_pairs(scored)
         if signed is not None and config.sketch.jaccard is not None:
             # The sketches straight from the documents' rows: one shuffle, not two (by text, then

@@ -15,10 +15,11 @@ text and so one fingerprint: no pair joins them, and the check never separates t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import DoubleType
@@ -155,13 +156,20 @@ def score_marked(marked: DataFrame, signed: DataFrame, docs: DataFrame, config: 
     return scored.unionByName(unchecked(marked))
 
 
-def counts(scored: DataFrame, policy: VerifyConfig) -> dict[str, Any]:
-    """report.json's `verify`: the policy, and the candidate pairs it checked and dropped."""
-    row = scored.agg(
-        F.count(F.lit(1)).alias("pairs"),
-        F.sum(F.col("checked").cast("long")).alias("checked"),
-        F.sum((~F.col("kept")).cast("long")).alias("dropped"),
-    ).first()
+def totals() -> dict[str, Column]:
+    """Aggregates over scored pairs (`scored_pairs`, `unchecked`), to observe while they are
+    stored: `pairs`, `checked` and `dropped` (those the policy checked and did not keep)."""
+    return {
+        "pairs": F.count(F.lit(1)),
+        "checked": F.sum(F.col("checked").cast("long")),
+        "dropped": F.sum((~F.col("kept")).cast("long")),
+    }
+
+
+def counts(row: Mapping[str, int | None], policy: VerifyConfig) -> dict[str, Any]:
+    """report.json's `verify`: the policy, and the candidate pairs it checked and dropped.
+
+    row: `totals()` over the scored pairs (None where a sum had no rows)."""
     return {
         **describe(policy),
         "applied": True,

@@ -120,6 +120,9 @@ def test_two_days_into_an_index_find_the_pairs_and_clusters_of_one_run(spark, de
     assert second["sketch"]["applied"] is True
     assert second["sketch"]["pairs_with_indexed_beyond_k"] >= len(across) > 0
     assert second["index"]["bridged_components"] == 0
+    # Every Spark job of a run against the index is in the stage that ran it (none is a count
+    # outside them, which the report's breakdown could not show).
+    assert second["spark_jobs"] == sum(second["stage_jobs"].values()) > 0
     # --explain lists the stages such a run goes through, the sketch route's included.
     listed = explain(
         100, bands.BandPlan(K, 6), fmt="json", sketch=SketchConfig(),
