@@ -33,6 +33,7 @@ DataFrame work of a run against the index is in `index/lookup.py`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -369,11 +370,9 @@ class IndexStore:
         schema = entry_schema(manifest.id_type) if part == "entries" else KEY_SCHEMA
         # One read per folder, each its own base path (keys/' `table` comes from its partition
         # folders; Spark refuses several roots of partition folders in one read), then a union.
-        frames = [self.spark.read.schema(schema).parquet(folder) for folder in folders]
-        result = frames[0]
-        for frame in frames[1:]:
-            result = result.unionByName(frame)
-        return result
+        return functools.reduce(
+            DataFrame.unionByName, [self.spark.read.schema(schema).parquet(folder) for folder in folders]
+        )
 
 
 def _fsync_path(path: str) -> None:

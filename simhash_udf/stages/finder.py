@@ -87,6 +87,12 @@ def fingerprint_documents(
     run's restart point, and every later stage reads it; `fingerprinted` is a view of it.
     """
     if config.fingerprint_col:
-        return stages.materialise("fingerprint", documents.given_fingerprints(docs, config)), None
-    signed = stages.materialise("signatures", documents.signed_documents(docs, config))
+        return stages.materialise(fingerprint_stage(config), documents.given_fingerprints(docs, config)), None
+    signed = stages.materialise(fingerprint_stage(config), documents.signed_documents(docs, config))
     return documents.fingerprinted_documents(signed), signed
+
+
+def fingerprint_stage(config: DedupeConfig) -> str:
+    """The stage `fingerprint_documents` stores: `signatures` (text input), or `fingerprint`
+    (given fingerprints). Its row count is the documents' (`fingerprinted` is a view of it)."""
+    return "fingerprint" if config.fingerprint_col else "signatures"
