@@ -44,6 +44,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from simhash_udf.core import bands
 from simhash_udf.files import hadoop, inputs, outputs
@@ -384,12 +385,28 @@ def _fsync_path(path: str) -> None:
         os.close(fd)
 
 
+def check_columns(frame: DataFrame, ddl: str, what: str) -> None:
+    """Raise RuntimeError unless frame's column names, order and types are those of `ddl`.
+
+    `IndexStore.read` reads every segment with the schema the index declares, and Parquet
+    reads a declared column a file lacks as null: a column written under another name or
+    type would read back as null on every later run, silently. Checked before anything is
+    written, on the driver (no Spark job)."""
+    want = [(f.name, f.dataType.simpleString()) for f in StructType.fromDDL(ddl).fields]
+    got = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
+    if got != want:
+        raise RuntimeError(f"the index's {what} would be written as {got}, but it is read as {want}")
+
+
 def write_segment(store: IndexStore, folder: str, entries: DataFrame, plan: bands.BandPlan) -> tuple[int, int]:
     """Write entries (see ENTRY_SCHEMA_DOC) and their band keys into a new segment folder.
 
     Returns (entries written, key rows written). Fails if the folder exists: a published
-    segment is never written twice.
+    segment is never written twice, and fails (RuntimeError, before writing) when entries'
+    or the keys' columns are not those `IndexStore.read` reads (`check_columns`).
     """
+    check_columns(entries, entry_schema(entries.schema["id"].dataType.simpleString()), "entries")
+    check_columns(join.band_keys(entries.select("fingerprint"), plan), KEY_SCHEMA, "keys")
     entries_path = store.path(f"{folder}/entries")
     # The counts returned are observed by the write's own tasks, and the entries are read back
     # with their schema: each of the three was a Spark job or two of its own, on every run
