@@ -28,14 +28,15 @@ def run_stages(
     not known yet, the parse stage is listed as conditional); verify_texts: the short-text
     policy (`--verify`) is on, and sketch_route: the sketch route (`--sketch`) is; both run
     only when the input has texts."""
-    stages = [("read", "list the input files and read the schema")]
+    stages = [("read", "list the input files and read the schema; Parquet and text input: count the rows and "
+                       "those that cannot be documents, in one pass")]
     if fmt in ("json", "csv"):
-        stages.append(("parse", "parse every line once into the work folder"))
+        stages.append(("parse", "parse every line once into the work folder, counting the rows and those that cannot be documents"))
     elif fmt in ("warc", "wet"):
         stages.append(("parse", "read every record, one task per file, into the work folder; count them by reason"))
     elif fmt is None:
         stages.append(("parse", "(JSON, CSV, WARC and WET input only) parse every line or record once into the work folder"))
-    stages.append(("check_ids", "set aside rows without an id; check the ids are unique"))
+    stages.append(("check_ids", "set aside the rows that cannot be documents; check the ids are unique"))
     if fingerprint_col:
         stages.append(("fingerprint", "take the fingerprints the input carries"))
     else:

@@ -84,6 +84,7 @@ class Input:
     documents: rows with a usable, unique id (all input columns).
     rejected: rows that cannot be documents, with `reason` (see `documents.rejected_rows`;
     and `duplicate_id` for every row of a repeated id but one, `documents.split_repeated_ids`).
+    rejected_counts: rejected's rows by reason (reasons with none left out).
     format: the format read.
     rows: how many rows the input has, counted on the input itself.
     damaged: input files that are not whole (see `inputs.read_input_files`).
@@ -92,6 +93,7 @@ class Input:
 
     documents: DataFrame
     rejected: DataFrame
+    rejected_counts: dict[str, int]
     format: str
     rows: int
     damaged: list[inputs.DamagedFile] = field(default_factory=list)
@@ -118,7 +120,8 @@ def read_input(
 ) -> Input:
     """Read the input and check it: the columns `config` needs, and unique ids.
 
-    JSON and CSV input is materialised once (see `inputs.needs_materialising`). Raises
+    JSON and CSV input is materialised once (see `inputs.needs_materialising`); the rows and
+    the rejected rows by reason are counted in the same pass (`documents.row_counts`). Raises
     inputs.InputError only for what the command line names wrongly: a path that matches nothing,
     a format that cannot be inferred, a missing column or a column of the wrong type in an
     input that declares its types (Parquet). Problems of the data are rows of `rejected`
@@ -129,16 +132,22 @@ def read_input(
         raw = inputs.read_input_files(spark, input_path, fmt, documents.keep_types(config))
         frame, fmt = documents.complete_columns(raw.frame, config), raw.format
         documents.check_columns(frame, config)
+    # The input's rows and its rejected rows by reason are counted in one pass: observed while
+    # a parsed input is stored, else one aggregation where a count of the rows was.
     records = None
     if fmt in warc.FORMATS:
         records = warc.split_records(stages.materialise("parse", frame))
-        frame, rows = records.documents, records.counts.get("document", 0)
+        frame = records.documents
+        with stages.timed("check_ids"):
+            counted = _counted(frame, config.id_col)
     elif inputs.needs_materialising(fmt):
-        frame = stages.materialise("parse", frame)
-        rows = stages.rows["parse"]
+        frame = stages.materialise("parse", frame, observe=documents.row_counts(frame, config.id_col))
+        counted = stages.observed["parse"]
     else:
         with stages.timed("read"):
-            rows = frame.count()
+            counted = _counted(frame, config.id_col)
+    rows = records.counts.get("document", 0) if records is not None else counted["rows"]
+    rejected_counts = {r: counted[r] for r in documents.REJECTION_REASONS if counted[r]}
     with stages.timed("check_ids"):
         docs, rejected = documents.rejected_rows(frame, config.id_col)
         # Not persisted: a cached aggregate keeps all spark.sql.shuffle.partitions (200 tasks,
@@ -150,6 +159,8 @@ def read_input(
             # Only when some id repeats: the split costs two joins over the documents.
             docs, duplicates = documents.split_repeated_ids(docs, config.id_col, repeated, _first_of_an_id(config))
             rejected = rejected.unionByName(duplicates, allowMissingColumns=True)
+            # Every row of a repeated id but one (the ids are few: one small aggregate).
+            rejected_counts[documents.DUPLICATE_ID] = repeated.agg(F.sum(F.col("count") - 1)).first()[0]
             log.warning(
                 "the id column %r is not unique (repeated ids include %s): one row of each "
                 "id is kept, the others are rejected as duplicate_id",
@@ -158,7 +169,12 @@ def read_input(
     damaged = raw.damaged
     if records is not None:
         damaged = damaged + [inputs.DamagedFile(path, reason) for path, reason, _ in records.damaged]
-    return Input(docs, rejected, fmt, rows, damaged, records)
+    return Input(docs, rejected, rejected_counts, fmt, rows, damaged, records)
+
+
+def _counted(frame: DataFrame, id_col: str) -> dict[str, int]:
+    """`documents.row_counts` of frame, in one Spark job."""
+    return frame.agg(*[column.alias(name) for name, column in documents.row_counts(frame, id_col).items()]).first().asDict()
 
 
 def _run_staged(
@@ -177,8 +193,8 @@ def _run_staged(
     stages.documents = source.rows
     docs, fmt = source.documents, source.format
     config = warc.document_config(config, fmt)
+    rejected_counts = source.rejected_counts
     with stages.timed("check_ids"):
-        rejected_counts = {r["reason"]: r["count"] for r in source.rejected.groupBy("reason").count().collect()}
         if rejected_counts:
             outputs.write_parquet(source.rejected, target.path("rejected"))
             log.warning(

@@ -121,6 +121,34 @@ def input_columns(documents: DataFrame) -> DataFrame:
     return documents.drop(INVALID_BYTES_COLUMN)
 
 
+# The reasons `rejection_reason` gives, in the order it checks them.
+REJECTION_REASONS = (DAMAGED_FILE, UNPARSEABLE, NULL_ID)
+
+
+def rejection_reason(frame: DataFrame, id_col: str) -> Column:
+    """Why a row of `frame` (input rows, repaired by `valid_strings` or not: only nulls count)
+    cannot be a document: `damaged_file` (`_damaged_file` set), `unparseable`
+    (`_corrupt_record` set), `null_id`, or null for a row that can."""
+
+    def flag(name: str) -> Column:
+        return F.col(name).isNotNull() if name in frame.columns else F.lit(False)
+
+    return (
+        F.when(flag(DAMAGE_COLUMN), F.lit(DAMAGED_FILE))
+        .when(flag(CORRUPT_COLUMN), F.lit(UNPARSEABLE))
+        .when(F.col(id_col).isNull(), F.lit(NULL_ID))
+    )
+
+
+def row_counts(frame: DataFrame, id_col: str) -> dict[str, Column]:
+    """Aggregates over input rows: `rows` (all of them) and, for each of REJECTION_REASONS,
+    the rows `rejected_rows` rejects for it. For `Stages.materialise`'s observe (no Spark job
+    of their own) or one `agg` over the input: the input's size and what rejected/ will hold
+    in one pass, where counting each costs a pass of its own."""
+    reason = rejection_reason(frame, id_col)
+    return {"rows": F.count(F.lit(1)), **{r: F.count(F.when(reason == r, 1)) for r in REJECTION_REASONS}}
+
+
 def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
     """Split input rows into (documents, rejected), every string made valid UTF-8 first.
 
@@ -133,16 +161,7 @@ def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
     with `input_columns`).
     """
     frame = valid_strings(frame)
-
-    def flag(name: str) -> Column:
-        return F.col(name).isNotNull() if name in frame.columns else F.lit(False)
-
-    reason = (
-        F.when(flag(DAMAGE_COLUMN), F.lit(DAMAGED_FILE))
-        .when(flag(CORRUPT_COLUMN), F.lit(UNPARSEABLE))
-        .when(F.col(id_col).isNull(), F.lit(NULL_ID))
-    )
-    flagged = frame.withColumn("reason", reason)
+    flagged = frame.withColumn("reason", rejection_reason(frame, id_col))
     documents = flagged.where(F.col("reason").isNull()).drop("reason")
     documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN, CORRUPT_BYTES_COLUMN) if c in documents.columns])
     return documents, flagged.where(F.col("reason").isNotNull())
