@@ -46,7 +46,7 @@ def run_stages(
              "small rows out, the texts left behind")
         )
     stages += [
-        ("distinct_fingerprints", "one row per distinct fingerprint"),
+        ("distinct_fingerprints", "one row per distinct fingerprint, with the documents carrying it"),
         (BAND_JOIN_STAGE, "band join: shuffle band rows by (table, key), then per partition in numpy sub-blocks, "
          "candidates verified by popcount, hot buckets summarised"),
         ("candidates", "the join's counts (candidate pairs, largest bucket; observed while it was stored) and its hot buckets"),
@@ -63,8 +63,9 @@ def run_stages(
         ]
     stages += [
         ("components", "connected components, one line per round"),
-        ("clusters", "each cluster's size and kept document (one aggregation of the documents); the documents of "
-         "clusters of more than one joined to their kept document; write clusters/"),
+        ("clusters", "each cluster's size and kept document: a fingerprint in no component is a cluster read off "
+         "its distinct row, the others and the short texts aggregated (with --keep-by, the documents); the "
+         "documents of clusters of more than one joined to their kept document; write clusters/"),
     ]
     if write_pairs:
         stages += [("pairs", "write pairs/"), ("sample_pairs", "collect a few pairs for report.html")]

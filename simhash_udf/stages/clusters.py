@@ -35,6 +35,7 @@ def cluster_assignment(
     components: DataFrame,
     keep_order: str = "asc",
     materialise: Callable[[DataFrame], DataFrame] = lambda frame: frame,
+    fingerprints: DataFrame | None = None,
 ) -> ClusterAssignment:
     """Cluster and status of every document, and the size of every cluster.
 
@@ -49,6 +50,15 @@ def cluster_assignment(
     materialise: stores a frame and returns the stored copy (a job's `Stages.materialise`):
         the clusters' aggregate is read twice, and the clusters of more than one document
         are joined to the documents, which Spark broadcasts when it knows they are few.
+    fingerprints: `fingerprint`, `id` (the smallest id carrying it), `members` (long: the
+        documents carrying it), one row per distinct fingerprint of `documents`
+        (`documents.distinct_fingerprints`, already stored by the run), or None. Without
+        `keep_by` the clusters are then chosen from it: a fingerprint that is in no component
+        is a cluster by itself, whose kept document and size are on its row, so only the
+        fingerprints of components and the too-short texts are aggregated, not every document
+        (a shuffle of the crawl, where most documents have no near duplicate). With `keep_by`
+        the documents are aggregated as without it: a fingerprint's row does not say which
+        of its documents comes first by `keep_by`.
     Returns documents: `id`, `cluster_id` (the kept document's id; null when skipped),
     `fingerprint`, `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`,
     `distance` (Hamming distance to the kept document's fingerprint, when both have one); and
@@ -64,7 +74,10 @@ def cluster_assignment(
         # Only documents without a fingerprint are grouped by their exact text.
         F.when(F.col("fingerprint").isNull(), F.col("exact_key")).alias("group_exact"),
     )
-    kept = materialise(_kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order))
+    if fingerprints is not None and "keep_by" not in documents.columns:
+        kept = materialise(_kept_per_fingerprint_cluster(fingerprints, components, active))
+    else:
+        kept = materialise(_kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order))
     # A cluster of one document (most of a crawl) is whole in its aggregate row: it is kept,
     # and its row comes from there (an active document's reason is null or too_short).
     alone = kept.where(F.col("members") == 1).select(
@@ -114,6 +127,43 @@ def cluster_assignment(
         documents=alone.unionByName(clustered).unionByName(skipped),
         sizes=kept.select("cluster_id", "members"),
     )
+
+
+def _kept_per_fingerprint_cluster(fingerprints: DataFrame, components: DataFrame, active: DataFrame) -> DataFrame:
+    """`_kept_per_cluster`'s rows, without `keep_by`, from the distinct fingerprints' rows.
+
+    fingerprints: `fingerprint`, `id`, `members` (see `cluster_assignment`); components:
+    `node`, `component`; active: the documents that are not skipped, of which only those
+    without a fingerprint (clusters of an exact text) are used here.
+    """
+    with_component = fingerprints.join(components.withColumnRenamed("node", "fingerprint"), "fingerprint", "left")
+    units = with_component.select(
+        F.coalesce("component", "fingerprint").alias("group_fp"),
+        F.lit(None).cast("binary").alias("group_exact"),
+        "id",
+        F.col("members").cast("long").alias("members"),
+        "fingerprint",
+        F.lit(False).alias("too_short"),
+        F.col("component").isNull().alias("whole"),
+    ).unionByName(
+        active.where(F.col("fingerprint").isNull()).select(
+            F.lit(None).cast("long").alias("group_fp"), F.col("exact_key").alias("group_exact"), "id",
+            F.lit(1).cast("long").alias("members"), "fingerprint",
+            F.col("reason").isNotNull().alias("too_short"), F.lit(False).alias("whole"),
+        )
+    )
+    # A fingerprint in no component is a cluster whose kept document and size are on its row;
+    # only the fingerprints of components and the exact texts are aggregated (one shuffle).
+    whole = units.where(F.col("whole")).select(
+        "group_fp", "group_exact", F.col("id").alias("cluster_id"), "members", "fingerprint", "too_short"
+    )
+    aggregated = units.where(~F.col("whole")).groupBy("group_fp", "group_exact").agg(
+        F.min("id").alias("cluster_id"),
+        F.sum("members").alias("members"),
+        F.min("fingerprint").alias("fingerprint"),
+        F.max("too_short").alias("too_short"),
+    )
+    return whole.unionByName(aggregated)
 
 
 def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) -> DataFrame:

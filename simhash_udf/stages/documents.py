@@ -250,17 +250,20 @@ def fingerprinted_documents(signed: DataFrame) -> DataFrame:
 def distinct_fingerprints(fingerprinted: DataFrame, signed: DataFrame | None) -> DataFrame:
     """One row per distinct fingerprint: `fingerprint`, `id` (the smallest id carrying it:
     the name pairs/ gives it), `chars` (int: the longest normalised text carrying it, what the
-    short-text check asks; null for given fingerprints).
+    short-text check asks; null for given fingerprints), `members` (long: the documents
+    carrying it, from which `clusters.cluster_assignment` reads the clusters of one fingerprint).
 
     fingerprinted: `id`, `fingerprint` (`fingerprinted_documents` or `given_fingerprints`);
     signed: `signed_documents`'s rows, or None when the input carried its fingerprints. One
     aggregation of the documents by fingerprint, stored once and read by the band join, the
-    short-text check and pairs/ (each aggregated the documents again before).
+    short-text check, pairs/ and the clusters (each aggregated the documents again before).
+    Every document with a fingerprint is active (only a text without one has a `reason`), so
+    `members` counts documents the clusters hold.
     """
     source = signed if signed is not None else fingerprinted
     chars = F.max("chars") if signed is not None else F.lit(None).cast("int")
     return source.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(
-        F.min("id").alias("id"), chars.alias("chars")
+        F.min("id").alias("id"), chars.alias("chars"), F.count(F.lit(1)).alias("members")
     )
 
 

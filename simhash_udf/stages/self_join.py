@@ -95,7 +95,8 @@ class SelfJoinFinder:
             ),
         )
         clustered = clusters.cluster_assignment(
-            fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame)
+            fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame),
+            fingerprints=table,
         )
         pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"))
         return NearDuplicates(

@@ -91,9 +91,10 @@ def test_default_keeps_the_smallest_id(frames):
         (16, 16, 200, KEPT, None, 0),
         (17, 16, 200, NEAR, None, 0),
     ]
-    result = clusters.cluster_assignment(documents, components).documents
-    _assert_frame(result, expected, CLUSTERS_SCHEMA)
-    assert result.count() == len(DOCUMENTS)
+    for fingerprints in (None, documents_stage.distinct_fingerprints(documents, None)):
+        result = clusters.cluster_assignment(documents, components, fingerprints=fingerprints).documents
+        _assert_frame(result, expected, CLUSTERS_SCHEMA)
+        assert result.count() == len(DOCUMENTS)
 
 
 # keep_by of each document (None: the document has no value).
@@ -249,6 +250,9 @@ def test_kept_document_is_chosen_without_a_window_over_a_cluster(frames, documen
     documents, components = frames
     for frame in (
         clusters.cluster_assignment(documents, components).documents,
+        clusters.cluster_assignment(
+            documents, components, fingerprints=documents_stage.distinct_fingerprints(documents, None)
+        ).documents,
         clusters.cluster_assignment(documents_with_keep_by, components, "asc").documents,
         clusters.cluster_assignment(documents_with_keep_by, components, "desc").documents,
     ):
@@ -269,14 +273,16 @@ def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
     rows = [(i, bytes([i % 7]) * 4, i % 100, None) for i in ids]
     documents = spark.createDataFrame(rows, DOCS_SCHEMA).repartition(8)
     components = spark.createDataFrame([(fp, 0) for fp in range(100)], "node long, component long")
-    result = {r["id"]: r for r in clusters.cluster_assignment(documents, components).documents.collect()}
-    assert len(result) == 20_000
-    assert {r["cluster_id"] for r in result.values()} == {0}
-    statuses = {i: r["status"] for i, r in result.items()}
-    assert statuses[0] == KEPT
-    for i in range(1, 20_000):
-        assert statuses[i] == (EXACT if i % 7 == 0 else NEAR), i
-        assert result[i]["distance"] == bin(i % 100).count("1")
+    for fingerprints in (None, documents_stage.distinct_fingerprints(documents, None)):
+        assignment = clusters.cluster_assignment(documents, components, fingerprints=fingerprints)
+        result = {r["id"]: r for r in assignment.documents.collect()}
+        assert len(result) == 20_000
+        assert {r["cluster_id"] for r in result.values()} == {0}
+        statuses = {i: r["status"] for i, r in result.items()}
+        assert statuses[0] == KEPT
+        for i in range(1, 20_000):
+            assert statuses[i] == (EXACT if i % 7 == 0 else NEAR), i
+            assert result[i]["distance"] == bin(i % 100).count("1")
 
 
 def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_with_keep_by, spark):
@@ -293,6 +299,8 @@ def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_w
         clusters.cluster_assignment(documents_with_keep_by, components, "asc"),
         clusters.cluster_assignment(documents_with_keep_by, components, "desc"),
         clusters.cluster_assignment(big, big_components),
+        clusters.cluster_assignment(documents, components, fingerprints=documents_stage.distinct_fingerprints(documents, None)),
+        clusters.cluster_assignment(big, big_components, fingerprints=documents_stage.distinct_fingerprints(big, None)),
     ):
         counted = {
             r["cluster_id"]: r["count"]

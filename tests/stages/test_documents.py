@@ -101,15 +101,15 @@ def test_one_pass_equals_normalising_then_hashing_in_spark_sql(spark):
 
 
 def test_distinct_fingerprints_names_each_by_its_smallest_id_and_longest_text(spark):
-    """One row per fingerprint: the smallest id carrying it (string ids compare as strings)
-    and its longest text's characters; documents without a fingerprint are left out, and
-    given fingerprints have no characters."""
+    """One row per fingerprint: the smallest id carrying it (string ids compare as strings),
+    its longest text's characters and how many documents carry it; documents without a
+    fingerprint are left out, and given fingerprints have no characters."""
     signed = spark.createDataFrame(
         [("b", 7, 120), ("a9", 7, 40), ("a10", 3, 15), ("c", None, 2), ("d", 3, 300)],
         "id string, fingerprint long, chars int",
     )
     fingerprinted = signed.select("id", "fingerprint")
     with_texts = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, signed).collect())
-    assert with_texts == [(3, "a10", 300), (7, "a9", 120)]
+    assert with_texts == [(3, "a10", 300, 2), (7, "a9", 120, 2)]
     given = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, None).collect())
-    assert given == [(3, "a10", None), (7, "a9", None)]
+    assert given == [(3, "a10", None, 2), (7, "a9", None, 2)]
