@@ -26,7 +26,7 @@ from simhash_udf.index.store import IndexCorruptError, IndexError_
 from simhash_udf.stages import clusters, join
 from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.documents import distinct_fingerprints
-from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents, fingerprint_stage
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE, NearDuplicates, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
 
 log = logging.getLogger("simhash_udf")
@@ -77,8 +77,10 @@ def find_against_index(
     entries = _guarded(session, lambda: session.store.read(session.base, "entries"))
     keys = _guarded(session, lambda: session.store.read(session.base, "keys"))
 
-    # A count of fingerprinted would be a Spark job or two: its stored stage's rows are known.
-    documents = stages.rows[fingerprint_stage(config)]
+    # A count of fingerprinted would be a Spark job or two: the stored signatures' rows are
+    # known, and given fingerprints (not stored) have at most the input's rows, which is all
+    # mark_repeated_ids asks (whether to broadcast).
+    documents = stages.rows.get(SIGNATURES_STAGE, stages.documents)
     # The run's counts of its stage results are observed while each is stored (`Stages.observed`):
     # a count of a stored copy is a Spark job or two, on every run against the index.
     marked = _stage(

@@ -15,7 +15,7 @@ from typing import Any
 from simhash_udf.core import bands
 from simhash_udf.core.config import SketchConfig
 from simhash_udf.core.sketch import candidate_probability
-from simhash_udf.stages.finder import BAND_JOIN_STAGE
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE
 from simhash_udf.stages.progress import DEFAULT_INTERVAL
 
 
@@ -37,11 +37,10 @@ def run_stages(
     elif fmt is None:
         stages.append(("parse", "(JSON, CSV, WARC and WET input only) parse every line or record once into the work folder"))
     stages.append(("check_ids", "set aside the rows that cannot be documents; check the ids are unique"))
-    if fingerprint_col:
-        stages.append(("fingerprint", "take the fingerprints the input carries"))
-    else:
+    if not fingerprint_col:
+        # (Given fingerprints have no stage of their own: a projection of the documents.)
         stages.append(
-            ("signatures", "one pass over the text, one Arrow UDF per batch: decode, extract text from HTML, "
+            (SIGNATURES_STAGE, "one pass over the text, one Arrow UDF per batch: decode, extract text from HTML, "
              "normalise (NFKC, one Chinese form, case, whitespace), exact key, fingerprint, sketch; "
              "small rows out, the texts left behind")
         )

@@ -25,6 +25,8 @@ from simhash_udf.stages.scratch import Stages
 # (`simhash_udf.stages.short_text_check`, stage "verify_texts") and names the popcount check of the
 # join's candidates; it is kept because report.json and log readers use it.
 BAND_JOIN_STAGE = "verify"
+# The one pass over the text (`fingerprint_documents`): the documents' stored signatures.
+SIGNATURES_STAGE = "signatures"
 
 
 @dataclass
@@ -83,16 +85,14 @@ def fingerprint_documents(
 
     Returns (fingerprinted, signed): see `documents.fingerprinted_documents` (or
     `documents.given_fingerprints`) and `documents.signed_documents` (None when the input
-    carries its own fingerprints). `signed` is stored: it is the one pass over the text, the
-    run's restart point, and every later stage reads it; `fingerprinted` is a view of it.
+    carries its own fingerprints). `signed` is stored (stage SIGNATURES_STAGE, whose row count
+    is the documents'): it is the one pass over the text, the run's restart point, and every
+    later stage reads it; `fingerprinted` is a view of it. Given fingerprints are not stored:
+    they are a projection of the documents, which are the input's own columns (Parquet) or
+    its parsed copy (JSON, CSV), so reading them again costs what reading a copy would, and
+    writing the copy was a pass over every document (4M fingerprints: 4-5 s).
     """
     if config.fingerprint_col:
-        return stages.materialise(fingerprint_stage(config), documents.given_fingerprints(docs, config)), None
-    signed = stages.materialise(fingerprint_stage(config), documents.signed_documents(docs, config))
+        return documents.given_fingerprints(docs, config), None
+    signed = stages.materialise(SIGNATURES_STAGE, documents.signed_documents(docs, config))
     return documents.fingerprinted_documents(signed), signed
-
-
-def fingerprint_stage(config: DedupeConfig) -> str:
-    """The stage `fingerprint_documents` stores: `signatures` (text input), or `fingerprint`
-    (given fingerprints). Its row count is the documents' (`fingerprinted` is a view of it)."""
-    return "fingerprint" if config.fingerprint_col else "signatures"
