@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 # then). Stages log "stage NAME: started ..." when they start and "stage NAME: 1.2 s ..." when
 # they end.
 KILL_POINTS = [
-    (r"stage fingerprint: started", False),   # while fingerprinting
+    (r"stage index_ids: started", False),     # at the start: the first stage (given fingerprints have none of their own)
     (r"stage verify: \d", False),             # right after the batch's self-join
     (r"stage index_write: started", False),   # while the segment is being written
     (r"stage report: \d", False),             # segment written, right before the index publish
@@ -51,7 +51,7 @@ def kill_when(process: subprocess.Popen, pattern: str, timeout: float = 600) -> 
     raise AssertionError(f"the job never logged {pattern!r}; its output:\n{''.join(seen[-40:])}")
 
 
-@pytest.mark.parametrize("point,published", KILL_POINTS, ids=["fingerprint", "after_join", "index_write", "before_publish", "after_publish"])
+@pytest.mark.parametrize("point,published", KILL_POINTS, ids=["first_stage", "after_join", "index_write", "before_publish", "after_publish"])
 def test_killed_run_leaves_the_index_whole_and_a_rerun_repairs_it(
     spark, dedupe_main, index_main, two_days, tmp_path, point, published
 ):
