@@ -74,8 +74,9 @@ def find_against_index(
             f"{config.id_col!r} is {id_type}: ids must have one type for the index's whole life"
         )
     session.id_type = id_type
-    entries = _guarded(session, lambda: session.store.read(session.base, "entries"))
-    keys = _guarded(session, lambda: session.store.read(session.base, "keys"))
+    root = session.store.root  # what a damaged index file's path starts with (`_guarded`)
+    entries = _guarded(root, lambda: session.store.read(session.base, "entries"))
+    keys = _guarded(root, lambda: session.store.read(session.base, "keys"))
 
     # A count of fingerprinted would be a Spark job or two: the stored signatures' rows are
     # known, and given fingerprints (not stored) have at most the input's rows, which is all
@@ -99,7 +100,7 @@ def find_against_index(
     active = F.col("reason").isNull() & F.col("fingerprint").isNotNull()
     batch = stages.materialise("distinct_fingerprints", marked.where(active).select("fingerprint").distinct())
     n = stages.rows["distinct_fingerprints"]
-    found = _guarded(session, lambda: lookup.lookup(batch, keys, plan, n, stages=stages, stage="index_lookup"))
+    found = _guarded(root, lambda: lookup.lookup(batch, keys, plan, n, stages=stages, stage="index_lookup"))
     matches = _stage(
         session, stages, "index_lookup", found.matches,
         observe={"indexed": F.count(F.when(F.col("distance") == 0, 1)), "near": F.count(F.when(F.col("distance") > 0, 1))},
@@ -129,7 +130,7 @@ def find_against_index(
         # The sketch route within the batch and against the indexed sketches: its pairs join
         # the edges, the matches and pairs/ exactly like the lookup's (`index.sketch_lookup`).
         indexed = sketch_lookup.indexed_nodes(entries) if entries is not None else None
-        route = _guarded(session, lambda: sketch_lookup.take_sketch_route(
+        route = _guarded(root, lambda: sketch_lookup.take_sketch_route(
             sketch_lookup.batch_nodes(signed, marked.where(active), indexed, indexed_fps),
             batch_pairs, near_index, new_fps, indexed, config.sketch, config.k, stages,
         ))
@@ -237,22 +238,25 @@ def _stage(
     session: IndexSession, stages: Stages, name: str, frame: DataFrame, observe: dict[str, Column] | None = None
 ) -> DataFrame:
     """`stages.materialise(name, frame, observe)`, a damaged index file named (`_guarded`)."""
-    return _guarded(session, lambda: stages.materialise(name, frame, observe=observe))
+    return _guarded(session.store.root, lambda: stages.materialise(name, frame, observe=observe))
 
 
-def _guarded(session: IndexSession, action: Callable[[], T]) -> T:
-    """Run a step that reads the index; a Spark error naming one of its files becomes an
-    IndexCorruptError naming that file."""
+def _guarded(index_root: str, action: Callable[[], T]) -> T:
+    """Run a step that reads the index at index_root. Spark's failure to read or decode one
+    of its files becomes an IndexCorruptError naming that file and Spark's reason, with the
+    Spark error as its cause. Any other error is raised as it is, even if its text names an
+    index file: a lost executor or a memory error says nothing about the file."""
     try:
         return action()
     except Exception as error:  # Py4J / Spark errors carry the file in their text
-        path = _index_file_in(str(error), session.store.root)
-        if path is None:
+        message = str(error)
+        path = _index_file_in(message, index_root)
+        if path is None or not _READ_FAILURE.search(message):
             raise
         raise IndexCorruptError(
-            f"index file {path} cannot be read (corrupt or not Parquet); restore it, or remove "
+            f"index file {path} cannot be read ({_reason(message, index_root)}); restore it, or remove "
             f"its run with jobs/index.py remove-run"
-        ) from None
+        ) from error
 
 
 def join_counts(self_join: dict[str, Any], lookup: dict[str, Any]) -> dict[str, Any]:
@@ -286,9 +290,37 @@ def _optional(frame: DataFrame, column: str) -> Column:
     return F.col(column).cast("string") if column in frame.columns else F.lit(None).cast("string")
 
 
-def _index_file_in(message: str, root: str) -> str | None:
-    """The first path under the index root mentioned in an error message, if any."""
+def _index_file_pattern(root: str) -> re.Pattern[str]:
+    """A path under the index root as an error message writes it (`file:` and slashes
+    optional, the path ending at a space, comma, semicolon, quote or bracket)."""
     bare = root.split(":", 1)[1] if root.startswith("file:") else root
     bare = bare.lstrip("/")
-    match = re.search(r"((?:file:)?/*" + re.escape(bare) + r"[^\s,;'\"\]\)]*)", message)
+    return re.compile(r"((?:file:)?/*" + re.escape(bare) + r"[^\s,;'\"\]\)]*)")
+
+
+def _index_file_in(message: str, root: str) -> str | None:
+    """The first path under the index root mentioned in an error message, if any."""
+    match = _index_file_pattern(root).search(message)
     return match.group(1).rstrip(".") if match else None
+
+
+# Spark's words for a file it could not read or decode: its error classes (Spark 4) and the
+# Parquet reader's exceptions. A data file that is not Parquet, or whose pages or footer do not
+# decode, fails with one of these in the error's text or its causes'.
+_READ_FAILURE = re.compile(
+    r"FAILED_READ_FILE|CANNOT_READ_FILE_FOOTER|not a Parquet file|ParquetDecodingException"
+    r"|Could not read footer"
+)
+# A cause line of a Java stack trace: "Caused by: some.Exception: what went wrong".
+_CAUSE = re.compile(r"Caused by: (?:[\w.$]+(?:Exception|Error): )?(.+)")
+REASON_CHARS = 200
+
+
+def _reason(message: str, root: str) -> str:
+    """The innermost cause a Spark error message gives (its last "Caused by:" line, else its
+    first line), without a stack trace, with paths under the index root as "the file" (the
+    error names the file already), at most REASON_CHARS characters."""
+    causes = _CAUSE.findall(message)
+    reason = (causes[-1] if causes else message.strip().splitlines()[0] if message.strip() else "").strip()
+    reason = _index_file_pattern(root).sub("the file", reason)
+    return reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 3] + "..."

@@ -22,6 +22,9 @@ import pytest
 from generators import brute_force_pairs, flip, planted_rows, popcount64, to_signed, write_days
 from helpers import ROOT, clusters_of, entries_of, entry_key, newest_manifest, pairs_of, report_of, run_job
 
+from simhash_udf.index import finder as index_finder
+from simhash_udf.index.store import IndexCorruptError
+
 pytestmark = pytest.mark.spark
 
 K = 3
@@ -264,6 +267,22 @@ def test_a_corrupt_index_file_of_the_same_size_is_named(spark, dedupe_main, two_
     assert run_job(dedupe_main, spark, two_days["day2"], tmp_path / "out", index) == 2
     err = capsys.readouterr().err
     assert victim.name in err and "cannot be read" in err
+    # Spark's own reason, which our words do not contain: a file of zeros has no Parquet
+    # magic number at its tail.
+    assert "magic number" in err
+
+
+def test_a_spark_error_that_only_names_an_index_file_is_not_called_corruption(spark, tmp_path):
+    # A real Spark error whose text names an index file but is no failure to read it (it
+    # stands for a lost executor or a memory error while the index is read): telling the user
+    # to restore the file or remove its run would be wrong, so it is raised as it is.
+    root = str(tmp_path / "index")
+    named = f"{root}/segments/0001-day1/entries/part-00000.parquet"
+    query = f"SELECT raise_error('executor lost while reading {named}')"
+    with pytest.raises(Exception) as caught:
+        index_finder._guarded(root, lambda: spark.sql(query).collect())
+    assert not isinstance(caught.value, IndexCorruptError)
+    assert "executor lost" in str(caught.value)
 
 
 def test_a_truncated_manifest_is_named(spark, dedupe_main, two_days, tmp_path, capsys):
