@@ -113,3 +113,30 @@ def test_distinct_fingerprints_names_each_by_its_smallest_id_and_longest_text(sp
     assert with_texts == [(3, "a10", 300, 2), (7, "a9", 120, 2)]
     given = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, None).collect())
     assert given == [(3, "a10", None, 2), (7, "a9", None, 2)]
+
+
+@pytest.mark.parametrize("id_type", ["string", "binary", "bigint"])
+def test_repeated_ids_are_exactly_the_ids_a_counter_finds_repeated(spark, id_type):
+    # Every repeated id with its count and nothing else, whatever the id's type (the check
+    # that decides which rows become duplicate_id). The counts come from collections.Counter
+    # over the same rows.
+    import random
+    from collections import Counter
+
+    rng = random.Random(14)
+    ids = [f"https://example.org/{rng.randrange(10**9)}/page-{i}.html" for i in range(3_000)]
+    ids += [rng.choice(ids[:300]) for _ in range(400)]  # repeats: some ids twice, some many times
+    ids += ["", "", "ü" * 3, "ü" * 3]  # an empty id and a non-ASCII one, each repeated
+    rng.shuffle(ids)
+    if id_type == "binary":
+        rows = [(bytearray(i.encode()),) for i in ids]
+    elif id_type == "bigint":
+        rows = [(int(hashlib.sha256(i.encode()).hexdigest()[:15], 16),) for i in ids]
+    else:
+        rows = [(i,) for i in ids]
+    frame = spark.createDataFrame(rows, f"doc {id_type}").repartition(3)
+    found = {bytes(r["doc"]) if id_type == "binary" else r["doc"]: r["count"] for r in documents.repeated_ids(frame, "doc").collect()}
+    expected = {key: n for key, n in Counter(bytes(r[0]) if id_type == "binary" else r[0] for r in rows).items() if n > 1}
+    assert found == expected
+    assert len(expected) > 200  # the repeats are many, and of several counts
+    assert len(set(expected.values())) > 2
