@@ -321,6 +321,6 @@ def _reason(message: str, root: str) -> str:
     first line), without a stack trace, with paths under the index root as "the file" (the
     error names the file already), at most REASON_CHARS characters."""
     causes = _CAUSE.findall(message)
-    reason = (causes[-1] if causes else message.strip().splitlines()[0] if message.strip() else "").strip()
-    reason = _index_file_pattern(root).sub("the file", reason)
+    lines = causes or message.strip().splitlines() or [""]
+    reason = _index_file_pattern(root).sub("the file", lines[-1] if causes else lines[0]).strip()
     return reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 3] + "..."
