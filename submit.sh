@@ -14,6 +14,8 @@
 #   SIMHASH_VENV      the project's environment (default .venv)
 #   SIMHASH_PACK=0    do not ship an environment to a cluster's executors (they have one)
 #   SIMHASH_SUBMIT_DRY_RUN=1  print the words spark-submit would get (NUL-separated), run nothing
+#   SIMHASH_CLASS_ARCHIVE     the driver's class data sharing archive (default
+#                     $venv/driver-classes.jsa, used when it exists; none: no archive)
 #   driver memory     in local mode, unless set: a quarter of this machine's, 1-8 GB (said in
 #                     one line); a driver that runs out of memory says in one line what to raise
 #
@@ -181,6 +183,21 @@ if [ "$deploy_mode" != cluster ]; then
   # (The JVM runs each command between semicolons with sh -c: a newline first ends the
   # progress bar's line.)
   java_options="$java_options -XX:OnOutOfMemoryError=\"echo 1>&2; echo \$SIMHASH_OOM_HINT 1>&2\""
+fi
+
+# The driver JVM maps the classes a run loads from the environment's class data sharing
+# archive, recorded by ./quickstart.sh (SIMHASH_RECORD_CLASS_ARCHIVE: record one there at exit;
+# SIMHASH_CLASS_ARCHIVE: another archive, or none): seconds off a small run's start. The rule
+# is simhash_udf/run/session.py's class_archive_options (why, and why a stale archive is safe).
+if [ "$deploy_mode" != cluster ]; then
+  if [ -n "${SIMHASH_RECORD_CLASS_ARCHIVE:-}" ]; then
+    java_options="$java_options -XX:ArchiveClassesAtExit=$SIMHASH_RECORD_CLASS_ARCHIVE -Xlog:cds*=off"
+  else
+    class_archive=${SIMHASH_CLASS_ARCHIVE:-$venv/driver-classes.jsa}
+    if [ "$class_archive" != none ] && [ -f "$class_archive" ]; then
+      java_options="$java_options -XX:SharedArchiveFile=$class_archive -Xlog:cds*=off"
+    fi
+  fi
 fi
 
 command=("$venv/bin/spark-submit" --master "$master" ${deploy_mode:+--deploy-mode "$deploy_mode"}

@@ -26,5 +26,8 @@ if [ ! -f "$stamp" ]; then
     exit 1
   fi
   rm -f .venv/.installed-*
+  # The driver's class archive (./quickstart.sh) holds the jars it was recorded with: the JVM
+  # would ignore it after an upgrade, so it goes, to be recorded again.
+  rm -f .venv/driver-classes.jsa
   touch "$stamp"
 fi

@@ -10,6 +10,9 @@ Two defaults here fit the input rather than Spark's defaults (issue 11, item 6):
   (`python jobs/dedupe.py`).
 - the vectorized Parquet and ORC readers' batch (`READER_BATCH_ROWS`): Spark's 4,096 rows
   of web pages of 100 kB are 400 MB in one column vector, grown by doubling.
+
+And one start-up cost (issue 14, fixed cost): the driver JVM maps the classes a run loads
+from a class data sharing archive when the environment has one (`class_archive_options`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -45,6 +49,53 @@ READER_BATCH_KEYS = ("spark.sql.parquet.columnarReaderBatchSize", "spark.sql.orc
 LOCAL_DRIVER_SHARE = 4
 LOCAL_DRIVER_MIN_MB = 1024
 LOCAL_DRIVER_MAX_MB = 8192
+
+# Class data sharing (the JDK's CDS): a run's driver JVM loads and verifies thousands of
+# Spark's classes, seconds of a small run (mapped from an archive, the sample takes 0.93x the job
+# time and 0.85x the wall time: bench/RESULTS.md section 9). A dynamic archive recorded by one run
+# (`-XX:ArchiveClassesAtExit`, done by ./quickstart.sh) lets later runs map them instead. It
+# lives in the environment (`sys.prefix`, submit.sh's $venv) because it is only valid for that
+# environment's jars: the JVM checks the class path against the archive and ignores a stale,
+# missing or damaged one (a warning we switch off: `-Xlog:cds*=off`), so using it is never
+# worse than not. scripts/bootstrap.sh removes it when it reinstalls the jars; submit.sh
+# applies the same rule in shell (tests/run/test_class_archive.py checks they agree).
+CLASS_ARCHIVE_NAME = "driver-classes.jsa"
+# The archive's path (default: CLASS_ARCHIVE_NAME in the environment); "none" turns it off.
+CLASS_ARCHIVE_ENV = "SIMHASH_CLASS_ARCHIVE"
+# Set to a path: the run records a new archive there at its exit instead of using one.
+RECORD_CLASS_ARCHIVE_ENV = "SIMHASH_RECORD_CLASS_ARCHIVE"
+_QUIET_CDS = "-Xlog:cds*=off"
+_JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
+
+
+def class_archive_options(environ: Mapping[str, str] | None = None, prefix: str | None = None) -> str:
+    """The driver JVM's options for class data sharing, "" for none.
+
+    "-XX:ArchiveClassesAtExit=PATH" when RECORD_CLASS_ARCHIVE_ENV names a PATH; else
+    "-XX:SharedArchiveFile=PATH" when the archive (CLASS_ARCHIVE_ENV, default
+    CLASS_ARCHIVE_NAME under `prefix`, the environment's `sys.prefix`) is a file; either with
+    the JVM's class-sharing log off. environ: default os.environ."""
+    environ = os.environ if environ is None else environ
+    record = environ.get(RECORD_CLASS_ARCHIVE_ENV, "")
+    if record:
+        return f"-XX:ArchiveClassesAtExit={record} {_QUIET_CDS}"
+    archive = environ.get(CLASS_ARCHIVE_ENV) or str(Path(prefix or sys.prefix) / CLASS_ARCHIVE_NAME)
+    if archive != "none" and Path(archive).is_file():
+        return f"-XX:SharedArchiveFile={archive} {_QUIET_CDS}"
+    return ""
+
+
+def _java_options_given(conf: Mapping[str, str]) -> bool:
+    """Whether anything pyspark's launcher reads sets spark.driver.defaultJavaOptions (the
+    setting the archive's options go in, which a value of our own would replace)."""
+    if _JAVA_OPTIONS_KEY in conf or _JAVA_OPTIONS_KEY in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        return True
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
+    )
+    defaults = Path(conf_dir, "spark-defaults.conf") if conf_dir else None
+    return bool(defaults and defaults.is_file() and _JAVA_OPTIONS_KEY in defaults.read_text(errors="replace"))
+
 
 def physical_memory_bytes() -> int | None:
     """This machine's memory as the process may use it: physical memory, or a cgroup's
@@ -115,7 +166,9 @@ def get_session(
     settings fixed at start-up have no effect on a session that is already running.
 
     A new local-mode JVM started here gets `local_driver_memory` of this machine unless conf,
-    PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line). The readers'
+    PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line), and any JVM
+    started here maps its classes from the environment's archive (`class_archive_options`,
+    through spark.driver.defaultJavaOptions) unless something sets that option already. The readers'
     batch is READER_BATCH_ROWS unless the session's conf already sets it (--conf).
 
     Python workers run the interpreter that runs the driver unless PYSPARK_PYTHON says
@@ -130,6 +183,11 @@ def get_session(
         total = physical_memory_bytes()
         conf["spark.driver.memory"] = local_driver_memory(total)
         log.info(driver_memory_note(conf["spark.driver.memory"], total))
+    if not _jvm_running() and not _java_options_given(conf):
+        # The driver JVM starts here: it may map its classes from the environment's archive.
+        options = class_archive_options()
+        if options:
+            conf[_JAVA_OPTIONS_KEY] = options
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -253,3 +253,90 @@ def test_local_mode_sizes_the_driver_only_when_nothing_else_does(tmp_path):
     assert driver_memory(["--properties-file", str(props)]) == []
     # A cluster's driver is not this machine's business.
     assert driver_memory(["--master", "spark://127.0.0.1:9"]) == []
+
+
+# The driver's class data sharing archive (simhash_udf/run/session.py, submit.sh, quickstart.sh).
+
+CDS_OPTIONS = ("-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit", "-Xlog:cds")
+
+
+def class_archive_words(args: list[str], **env: str) -> list[str]:
+    """The class data sharing options in the --driver-java-options submit.sh passes."""
+    spark_words, _ = split_command(dry_run([*args, "--input", "x", "--output", "y"], **env))
+    java = [v for n, v in zip(spark_words, spark_words[1:]) if n == "--driver-java-options"]
+    assert len(java) == 1
+    return [w for w in java[0].split() if w.startswith(CDS_OPTIONS)]
+
+
+@pytest.mark.parametrize("case", ["archive", "missing", "off", "record", "cluster driver"])
+def test_submit_sh_and_the_session_give_the_driver_the_same_class_archive(case, tmp_path):
+    from simhash_udf.run.session import class_archive_options
+
+    archive = tmp_path / "driver-classes.jsa"
+    if case != "missing":
+        archive.write_bytes(b"only whether the file exists counts here")
+    env = {"SIMHASH_CLASS_ARCHIVE": "none" if case == "off" else str(archive)}
+    if case == "record":
+        env["SIMHASH_RECORD_CLASS_ARCHIVE"] = str(tmp_path / "recorded.jsa")
+    args = ["--master", "spark://127.0.0.1:9", "--deploy-mode", "cluster"] if case == "cluster driver" else []
+    expected = {
+        "archive": [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds*=off"],
+        "missing": [],
+        "off": [],
+        "record": [f"-XX:ArchiveClassesAtExit={tmp_path / 'recorded.jsa'}", "-Xlog:cds*=off"],
+        # The driver runs on the cluster, with the cluster's JVM: no archive of this machine.
+        "cluster driver": [],
+    }[case]
+    assert class_archive_words(args, **env) == expected
+    if case != "cluster driver":
+        # python jobs/dedupe.py (session.get_session starting the JVM) passes the same.
+        assert class_archive_options(env).split() == expected
+
+
+def test_the_default_class_archive_is_the_environments(tmp_path):
+    """Without SIMHASH_CLASS_ARCHIVE, both look for driver-classes.jsa in the environment."""
+    from simhash_udf.run.session import CLASS_ARCHIVE_NAME, class_archive_options
+
+    venv = Path(sys.executable).parent.parent
+    expected = [f"-XX:SharedArchiveFile={venv / CLASS_ARCHIVE_NAME}", "-Xlog:cds*=off"]
+    if not (venv / CLASS_ARCHIVE_NAME).is_file():
+        expected = []
+    assert class_archive_words([]) == expected
+    assert class_archive_options({}, prefix=str(venv)).split() == expected
+    (tmp_path / CLASS_ARCHIVE_NAME).write_bytes(b"x")
+    assert class_archive_options({}, prefix=str(tmp_path)).split()[0] == f"-XX:SharedArchiveFile={tmp_path / CLASS_ARCHIVE_NAME}"
+
+
+def run_sample(out: Path, *args: str, python: bool = False, **env: str) -> subprocess.CompletedProcess:
+    """The sample through ./submit.sh, or with python jobs/dedupe.py (get_session starts the JVM)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("SPARK_SUBMIT_ARGS", "PYSPARK_SUBMIT_ARGS")}
+    full_env.update(SIMHASH_VENV=str(Path(sys.executable).parent.parent), SPARK_MASTER="local[2]", **env)
+    if python:
+        command = [sys.executable, str(ROOT / "jobs" / "dedupe.py"), "--master", "local[2]", *args]
+    else:
+        command = [str(ROOT / "submit.sh"), *args]
+    result = subprocess.run([*command, "--input", str(SAMPLE), "--output", str(out)],
+                            capture_output=True, text=True, env=full_env, timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    # The JVM's class-sharing messages are switched off (a stale archive would print one).
+    assert "[cds" not in result.stdout + result.stderr
+    return result
+
+
+def test_a_recorded_class_archive_is_mapped_by_later_runs_and_a_damaged_one_is_ignored(tmp_path):
+    archive = tmp_path / "driver-classes.jsa"
+    run_sample(tmp_path / "recording", SIMHASH_RECORD_CLASS_ARCHIVE=str(archive))
+    assert archive.is_file()
+    counts = json.loads((tmp_path / "recording" / "report.json").read_text())["counts"]
+    # -Xshare:on makes the JVM refuse to start unless it maps the archive: the runs below
+    # succeed only because they use it.
+    run_sample(tmp_path / "submitted", "--driver-java-options", "-Xshare:on", SIMHASH_CLASS_ARCHIVE=str(archive))
+    run_sample(tmp_path / "python", python=True, SIMHASH_CLASS_ARCHIVE=str(archive),
+               PYSPARK_SUBMIT_ARGS="--conf spark.driver.extraJavaOptions=-Xshare:on pyspark-shell")
+    for run in ("submitted", "python"):
+        assert json.loads((tmp_path / run / "report.json").read_text())["counts"] == counts, run
+    # An archive the JVM cannot use (damaged here; recorded with other jars after an
+    # upgrade) costs nothing but the speed-up.
+    archive.write_bytes(b"\0" * 4096)
+    run_sample(tmp_path / "damaged", SIMHASH_CLASS_ARCHIVE=str(archive))
+    assert json.loads((tmp_path / "damaged" / "report.json").read_text())["counts"] == counts
