@@ -1,7 +1,7 @@
 """Benchmark: the job's fixed costs, per document and per run (issue 14, targets 2 and 4).
 
     .venv/bin/python -m bench.job_fixed_costs [--quick] [--parts documents,sample] [--n 1000000]
-                                              [--sample-runs 5] [--rev HEAD] [--base REV]
+                                              [--sample-runs 3] [--rev HEAD] [--base REV]
                                               [--driver-memory 8g]
 
 Prints a JSON document on stdout (bench/run_all.py renders its parts with `documents_lines` and
@@ -20,9 +20,12 @@ what each document costs besides its text.
 
 sample: `python jobs/dedupe.py --input examples/sample.jsonl` (49 documents) --sample-runs
 times: median of report.json's total_seconds and of the process's wall time, and report.json's
-`spark_jobs` (the Spark jobs the run started) when the report has it. With --base REV the
-sample also runs with that commit's job, the two taking turns run by run, and the table gives
-both and head / base.
+`spark_jobs` (the Spark jobs the run started) when the report has it. The driver maps its
+classes from a class data sharing archive, as after ./quickstart.sh (recorded afresh by one
+uncounted run into build/bench-cache/, so a stale one never counts), and the same job also runs
+without one (SIMHASH_CLASS_ARCHIVE=none), the two taking turns run by run: the table gives
+both and their ratio. With --base REV the other runs are that commit's job instead (with the
+archive: the archive is the environment's, not the commit's).
 """
 
 from __future__ import annotations
@@ -132,15 +135,32 @@ def measure_documents(tree, args: argparse.Namespace) -> dict:
                                            if result.get("total_seconds") else None)}
 
 
-def sample_runs(trees: dict[str, object], args: argparse.Namespace) -> dict[str, dict]:
-    """args.sample_runs runs of the sample per tree (name -> JobTree), the trees taking turns
-    within each round (`runners.interleaved`'s order), so that a drift of the machine's speed
-    falls on all of them alike. Per tree: `sample_summary` of its runs."""
-    runs: dict[str, list[dict]] = {name: [] for name in trees}
+def recorded_class_archive(tree, args: argparse.Namespace) -> Path:
+    """A class data sharing archive of the driver's classes, recorded by one run of the sample
+    (not counted) into the cache; replaced on every call, so that it matches today's jars."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    archive = CACHE / "driver-classes.jsa"
+    recording = archive.with_suffix(".recording")
+    recording.unlink(missing_ok=True)
+    run_job(tree, ["--input", str(SAMPLE)], CACHE / "out-sample-recording", "2g", args.timeout,
+            env={"SIMHASH_RECORD_CLASS_ARCHIVE": str(recording)})
+    if not recording.is_file():
+        raise RuntimeError("the recording run wrote no class archive (a JVM without class data sharing?)")
+    recording.replace(archive)
+    log(f"job_fixed_costs: recorded {archive} ({archive.stat().st_size / 1e6:.0f} MB)")
+    return archive
+
+
+def sample_runs(variants: dict[str, tuple[object, dict[str, str]]], args: argparse.Namespace) -> dict[str, dict]:
+    """args.sample_runs runs of the sample per variant (name -> (JobTree, environment for its
+    runs)), the variants taking turns within each round, so that a drift of the machine's
+    speed falls on all of them alike. Per variant: `sample_summary` of its runs."""
+    runs: dict[str, list[dict]] = {name: [] for name in variants}
     for i in range(args.sample_runs):
-        for name, tree in trees.items():
+        for name, (tree, env) in variants.items():
             try:
-                run = run_job(tree, ["--input", str(SAMPLE)], CACHE / f"out-sample-{name}", "2g", args.timeout)
+                run = run_job(tree, ["--input", str(SAMPLE)], CACHE / f"out-sample-{name}", "2g", args.timeout,
+                              env=env)
                 log(f"job_fixed_costs: sample run {i + 1} ({name}): {run['wall_s']:.1f} s wall, report "
                     f"{run['total_seconds']} s, spark_jobs {run['spark_jobs']}")
             except RuntimeError as error:
@@ -173,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_N:,} documents, 2 runs of the sample")
     parser.add_argument("--parts", default="documents,sample", help="documents, sample or both (comma-separated)")
     parser.add_argument("--n", type=int, default=None, help=f"documents (default {N:,}; --quick {QUICK_N:,})")
-    parser.add_argument("--sample-runs", type=int, default=None, help="runs of the sample (default 5; --quick 2)")
+    parser.add_argument("--sample-runs", type=int, default=None, help="runs of the sample, each way (default 3; --quick 2)")
     parser.add_argument("--rev", default=None, help="measure this commit's job (a git worktree)")
     parser.add_argument("--base", default=None,
                         help="also run the sample with this commit's job (a git worktree), the two taking "
@@ -182,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    args.sample_runs = args.sample_runs or (2 if args.quick else 5)
+    args.sample_runs = args.sample_runs or (2 if args.quick else 3)
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     if not parts <= {"documents", "sample"}:
         parser.error(f"--parts: unknown {sorted(parts - {'documents', 'sample'})}")
@@ -192,16 +212,20 @@ def main(argv: list[str] | None = None) -> int:
         report["job_commit"] = (tree.commit or "")[:10] or working_tree_commit()
         if "documents" in parts:
             report["documents"] = measure_documents(tree, args)
-        if "sample" in parts and args.base:
+        if "sample" in parts:
+            archived = {"SIMHASH_CLASS_ARCHIVE": str(recorded_class_archive(tree, args))}
             with job_tree(args.base) as base:
-                report["base_commit"] = (base.commit or "")[:10]
-                both = sample_runs({"base": base, "head": tree}, args)
+                if args.base:
+                    report["base_label"] = f"base {(base.commit or '')[:10]}"
+                    variants = {"base": (base, archived), "head": (tree, archived)}
+                else:
+                    report["base_label"] = "without the class archive"
+                    variants = {"base": (tree, {"SIMHASH_CLASS_ARCHIVE": "none"}), "head": (tree, archived)}
+                both = sample_runs(variants, args)
             report["sample"] = {**both["head"], "base": both["base"],
                                 "ratio_total_seconds": ratio(both["head"]["median_total_seconds"],
                                                              both["base"]["median_total_seconds"]),
                                 "ratio_wall_s": ratio(both["head"]["median_wall_s"], both["base"]["median_wall_s"])}
-        elif "sample" in parts:
-            report["sample"] = sample_runs({"head": tree}, args)["head"]
     return emit_report(report, started, args.json)
 
 
@@ -275,7 +299,9 @@ def sample_lines(report: dict, command: str) -> list[str]:
         SAMPLE_TITLE,
         "",
         f"`{command}` (job at {report['job_commit']}): `python jobs/dedupe.py --input examples/sample.jsonl` "
-        f"(49 documents) as a process, local[2], driver memory 2g, {len(s['runs'])} runs; medians.",
+        f"(49 documents) as a process, local[2], driver memory 2g, {len(s['runs'])} runs; medians. The "
+        "driver maps its classes from a class data sharing archive, as after ./quickstart.sh (recorded "
+        "by one uncounted run); the second row's runs took turns with these.",
         "",
         "| runs | report total_seconds (runs) | median | process wall s (runs) | median | Spark jobs |",
         "|---:|---|---:|---|---:|---|",
@@ -318,9 +344,9 @@ def base_lines(report: dict) -> list[str]:
         return []
     ratios = [f"{s[key]:.2f}" if s.get(key) is not None else "-" for key in ("ratio_total_seconds", "ratio_wall_s")]
     return [
-        sample_row(f"base {report['base_commit']}: ", s["base"]),
+        sample_row(f"{report.get('base_label') or 'base ' + report['base_commit']}: ", s["base"]),
         "",
-        f"Head / base (runs taking turns): report total_seconds {ratios[0]}x, process wall {ratios[1]}x.",
+        f"First row / second (runs taking turns): report total_seconds {ratios[0]}x, process wall {ratios[1]}x.",
     ]
 
 

@@ -102,14 +102,14 @@ def report_fields(report: dict) -> dict:
 
 
 def run_job(tree: JobTree, job_args: list[str], output: Path, driver_memory: str = "4g",
-            timeout: float = 3600, keep_output: bool = False) -> dict:
+            timeout: float = 3600, keep_output: bool = False, env: dict[str, str] | None = None) -> dict:
     """`python jobs/dedupe.py <job_args> --output <output> --overwrite --master local[2]` in
     the tree, measured (`measured_process`) and with `report_fields` of its report.json.
     Raises RuntimeError (with the log's tail) when it fails or times out. The output is removed
-    afterwards unless keep_output."""
+    afterwards unless keep_output. env: variables set for this run on top of `job_env`'s."""
     command = [sys.executable, "jobs/dedupe.py", *job_args, "--output", str(output), "--overwrite",
                "--master", MASTER, "--log-level", "WARNING"]
-    result = measured_process(command, tree.path, job_env(tree, driver_memory), timeout)
+    result = measured_process(command, tree.path, {**job_env(tree, driver_memory), **(env or {})}, timeout)
     try:
         if result["returncode"] != 0:
             told = "timed out" if result["returncode"] is None else f"exit {result['returncode']}"

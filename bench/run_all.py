@@ -20,8 +20,9 @@ rewrites the generated part of docs/scaling.md); then issue 14's whole job, run 
 at 5 and 200 MB, beside the fingerprint function, the recipe and the anchors), job-documents
 (bench/job_fixed_costs.py: 1M short documents, per-document fixed costs, peak memory, stages),
 job-vs-join (bench/job_vs_join.py: the job on 4M and 16M fingerprints against the plain band
-join), job-sample (bench/job_fixed_costs.py: the sample's job time, 5 runs). Sections 2-9 are
-rendered by bench/scale_sections.py (6-9 by their scripts' own functions).
+join), job-sample (bench/job_fixed_costs.py: the sample's job time, 3 runs with the class
+archive and 3 without, taking turns). Sections 2-9 are rendered by bench/scale_sections.py (6-9
+by their scripts' own functions).
 
 Needs the `bench` extra (`pip install -e .[bench]`: the `simhash` and `rjieba` packages),
 `pip` and `apt-get` reachable for the corpora (see bench/corpora.py), Java 17 for Spark.

@@ -296,7 +296,7 @@ def job_vs_join_run(args: argparse.Namespace) -> list[str]:
 
 
 def job_sample_run(args: argparse.Namespace) -> list[str]:
-    """Section 9: bench/job_fixed_costs.py's sample part (the sample's job time, 5 runs)."""
+    """Section 9: bench/job_fixed_costs.py's sample part (the sample's job time, 3 runs with the class archive and 3 without)."""
     from bench.job_fixed_costs import SAMPLE_TITLE, sample_lines
 
     script_args = (["--parts", "sample"] + (["--quick"] if args.quick else []) + _job_args(args)

@@ -117,19 +117,24 @@ def test_with_a_base_the_sample_section_gives_both_medians_and_their_ratio():
     assert "| base f99eb30: 3 of 3 | 18.0, 20.0, 19.0 | 19.0 | 40.0, 44.0, 42.0 | 42.0 | 103 |" in text
     assert "report total_seconds 0.47x, process wall 0.48x" in text
     assert "base" not in "\n".join(fixed.sample_lines(_report(), "x"))
+    # The default second row: the same job without the class archive.
+    report.update(base_label="without the class archive")
+    text = "\n".join(fixed.sample_lines(report, "x"))
+    assert "| without the class archive: 3 of 3 | 18.0, 20.0, 19.0 |" in text and "f99eb30" not in text
 
 
 def test_sample_runs_take_turns_between_the_trees(monkeypatch, tmp_path: Path):
     order = []
 
-    def fake_run(tree, job_args, output, driver_memory, timeout):
-        order.append(tree)
+    def fake_run(tree, job_args, output, driver_memory, timeout, env):
+        order.append((tree, env["SIMHASH_CLASS_ARCHIVE"]))
         return {"wall_s": 10.0 + len(order), "total_seconds": 5.0 + len(order), "spark_jobs": 7, "stage_seconds": {}}
 
     monkeypatch.setattr(fixed, "run_job", fake_run)
     args = argparse.Namespace(sample_runs=3, timeout=60)
-    result = fixed.sample_runs({"base": "B", "head": "H"}, args)
-    assert order == ["B", "H", "B", "H", "B", "H"]
+    result = fixed.sample_runs({"base": ("T", {"SIMHASH_CLASS_ARCHIVE": "none"}),
+                                "head": ("T", {"SIMHASH_CLASS_ARCHIVE": "a.jsa"})}, args)
+    assert order == [("T", "none"), ("T", "a.jsa")] * 3
     assert result["base"]["wall_s"] == [11.0, 13.0, 15.0] and result["head"]["median_wall_s"] == 14.0
     assert fixed.ratio(result["head"]["median_wall_s"], result["base"]["median_wall_s"]) == 14.0 / 13.0
 
@@ -152,3 +157,7 @@ def test_a_quick_run_measures_the_documents_and_the_sample(tmp_path: Path):
     (run,) = report["sample"]["runs"]
     assert run["counts"]["documents"] == sum(1 for _ in (ROOT / "examples" / "sample.jsonl").open())
     assert report["sample"]["median_total_seconds"] == run["total_seconds"] > 0
+    # The same job without the class archive took turns with it, to the same counts.
+    (without,) = report["sample"]["base"]["runs"]
+    assert report["base_label"] == "without the class archive" and without["counts"] == run["counts"]
+    assert (fixed.CACHE / "driver-classes.jsa").is_file()
