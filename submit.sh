@@ -183,13 +183,10 @@ if [ "$deploy_mode" != cluster ]; then
   # (The JVM runs each command between semicolons with sh -c: a newline first ends the
   # progress bar's line.)
   java_options="$java_options -XX:OnOutOfMemoryError=\"echo 1>&2; echo \$SIMHASH_OOM_HINT 1>&2\""
-fi
-
-# The driver JVM maps the classes a run loads from the environment's class data sharing
-# archive, recorded by ./quickstart.sh (SIMHASH_RECORD_CLASS_ARCHIVE: record one there at exit;
-# SIMHASH_CLASS_ARCHIVE: another archive, or none): seconds off a small run's start. The rule
-# is simhash_udf/run/session.py's class_archive_options (why, and why a stale archive is safe).
-if [ "$deploy_mode" != cluster ]; then
+  # The driver JVM maps the classes a run loads from the environment's class data sharing
+  # archive, recorded by ./quickstart.sh (SIMHASH_RECORD_CLASS_ARCHIVE: record one there at
+  # exit; SIMHASH_CLASS_ARCHIVE: another archive, or none): seconds off a small run's start. The
+  # rule is simhash_udf/run/session.py's class_archive_options (why, and why a stale archive is safe).
   if [ -n "${SIMHASH_RECORD_CLASS_ARCHIVE:-}" ]; then
     java_options="$java_options -XX:ArchiveClassesAtExit=$SIMHASH_RECORD_CLASS_ARCHIVE -Xlog:cds*=off"
   else

@@ -58,7 +58,7 @@ LOCAL_DRIVER_MAX_MB = 8192
 # environment's jars: the JVM checks the class path against the archive and ignores a stale,
 # missing or damaged one (a warning we switch off: `-Xlog:cds*=off`), so using it is never
 # worse than not. scripts/bootstrap.sh removes it when it reinstalls the jars; submit.sh
-# applies the same rule in shell (tests/run/test_class_archive.py checks they agree).
+# applies the same rule in shell (tests/system/test_submit.py checks they agree).
 CLASS_ARCHIVE_NAME = "driver-classes.jsa"
 # The archive's path (default: CLASS_ARCHIVE_NAME in the environment); "none" turns it off.
 CLASS_ARCHIVE_ENV = "SIMHASH_CLASS_ARCHIVE"
@@ -168,8 +168,8 @@ def get_session(
     A new local-mode JVM started here gets `local_driver_memory` of this machine unless conf,
     PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line), and any JVM
     started here maps its classes from the environment's archive (`class_archive_options`,
-    through spark.driver.defaultJavaOptions) unless something sets that option already. The readers'
-    batch is READER_BATCH_ROWS unless the session's conf already sets it (--conf).
+    through spark.driver.defaultJavaOptions) unless something sets that option already. The
+    readers' batch is READER_BATCH_ROWS unless the session's conf already sets it (--conf).
 
     Python workers run the interpreter that runs the driver unless PYSPARK_PYTHON says
     otherwise, so a virtual environment's packages are found in local mode.
