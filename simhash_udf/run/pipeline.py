@@ -202,9 +202,13 @@ def _run_staged(
                 sum(rejected_counts.values()), rejected_counts,
             )
     found = finder.find(docs, config, stages)
+    kept = F.col("status") == clusters.KEPT
+    if config.keep_empty:
+        kept = kept | F.coalesce(F.col("reason") == documents.EMPTY, F.lit(False))  # reason may be null
     with stages.timed("clusters"):
         clusters_frame = _with_source(found.clusters, docs, config.id_col)
-        outputs.write_parquet(clusters_frame, target.path("clusters"))
+        # The documents deduped/ leaves out, counted by the write's own tasks.
+        written = outputs.write_parquet(clusters_frame, target.path("clusters"), observe={"dropped": F.count(F.when(~kept, 1))})
     clusters_frame = outputs.read_back(clusters_frame, target.path("clusters"))
     if config.write_pairs:
         with stages.timed("pairs"):
@@ -219,14 +223,9 @@ def _run_staged(
     else:
         samples = []
     with stages.timed("deduped"):
-        kept = F.col("status") == clusters.KEPT
-        if config.keep_empty:
-            kept = kept | F.coalesce(F.col("reason") == documents.EMPTY, F.lit(False))  # reason may be null
-        # clusters/ holds every document once, so the kept ones are those not dropped: the
-        # dropped ids (the duplicates, usually the fewer) are what the join moves, and
-        # adaptive execution broadcasts them when they are few, leaving the input unshuffled.
+        # clusters/ holds every document once, so the kept ones are those not dropped.
         dropped = clusters_frame.where(~kept).select(F.col("id").alias(config.id_col))
-        deduped = documents.input_columns(docs).join(dropped, config.id_col, "left_anti")
+        deduped = clusters.without_dropped(documents.input_columns(docs), dropped, config.id_col, written["dropped"])
         outputs.write_parquet(deduped, target.path("deduped"))
     with stages.timed("report"):
         summary = report.summarise(clusters_frame, found.fingerprint_pairs, found.cluster_sizes)

@@ -14,6 +14,14 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+# Frames of at most this many rows (the pairs named by id, the dropped ids deduped/ leaves out)
+# are broadcast to the join that looks them up, and the other side (every distinct fingerprint,
+# every document) is streamed past them. Adaptive execution broadcasts them too, but only once
+# it has shuffled both sides to learn their sizes: at 4M documents ~1 s a join, for a shuffle
+# of the documents it then does not use. A broadcast hash table of long keys costs ~100 bytes
+# a row (AQE's own statistics: 6 MiB for 66,700 pairs), so ~50 MB at the limit.
+BROADCAST_ROWS = 500_000
+
 KEPT = "kept"
 EXACT_DUPLICATE = "exact_duplicate"
 NEAR_DUPLICATE = "near_duplicate"
@@ -208,16 +216,42 @@ def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) ->
     )
 
 
-def pairs_by_id(pairs: DataFrame, names: DataFrame) -> DataFrame:
+def few_enough_to_broadcast(rows: int | None) -> bool:
+    """Whether a frame of `rows` rows (None: not known) is broadcast to the join that looks
+    it up (see `BROADCAST_ROWS`)."""
+    return rows is not None and rows <= BROADCAST_ROWS
+
+
+def without_dropped(documents: DataFrame, dropped: DataFrame, id_col: str, dropped_rows: int | None = None) -> DataFrame:
+    """The documents whose `id_col` is not among `dropped`'s: what deduped/ holds.
+
+    documents: the input rows, with `id_col` (unique). dropped: `id_col`, the ids of the
+    documents a run drops (clusters/ rows that are not kept), usually far fewer than the
+    documents, so they are what the join moves. dropped_rows: how many there are, when the
+    caller knows (counted as clusters/ was written); few enough (`few_enough_to_broadcast`),
+    they are broadcast and the documents are streamed past them, not shuffled.
+    """
+    if few_enough_to_broadcast(dropped_rows):
+        dropped = F.broadcast(dropped)
+    return documents.join(dropped, id_col, "left_anti")
+
+
+def pairs_by_id(pairs: DataFrame, names: DataFrame, broadcast_pairs: bool = False) -> DataFrame:
     """Near-duplicate pairs named by documents: `id_a` < `id_b`, `distance`, and `jaccard`
     when `pairs` has it.
 
     pairs: `fp_a`, `fp_b`, `distance`, [`jaccard`]. names: `fingerprint`, `id`, one row per
-    fingerprint (`documents.distinct_fingerprints`).
+    fingerprint (`documents.distinct_fingerprints`). broadcast_pairs: the pairs are known to be
+    few (`few_enough_to_broadcast`) and the names many: the pairs are broadcast and the names
+    streamed past them, never shuffled.
     """
     a = names.select(F.col("fingerprint").alias("fp_a"), F.col("id").alias("a"))
     b = names.select(F.col("fingerprint").alias("fp_b"), F.col("id").alias("b"))
-    joined = pairs.join(a, "fp_a").join(b, "fp_b")
+    if broadcast_pairs:
+        # Each join's result has a row per pair, so the second join's build side is as small.
+        joined = F.broadcast(F.broadcast(pairs).join(a, "fp_a")).join(b, "fp_b")
+    else:
+        joined = pairs.join(a, "fp_a").join(b, "fp_b")
     return joined.select(
         F.least("a", "b").alias("id_a"),
         F.greatest("a", "b").alias("id_b"),

@@ -98,7 +98,13 @@ class SelfJoinFinder:
             fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame),
             fingerprints=table,
         )
-        pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"))
+        # At most as many pairs as the stored rows they came from: the sketch route's (stage
+        # `jaccard`), else the band join's (its pairs, stats and hot runs' rows). When the
+        # names are few too, Spark's own plan broadcasts the smaller side at no shuffle, and a
+        # forced broadcast of the pairs would only add a Spark job.
+        pair_rows = stages.rows["jaccard"] if "sketch" in stats else stages.rows[BAND_JOIN_STAGE]
+        broadcast_pairs = clusters.few_enough_to_broadcast(pair_rows) and not clusters.few_enough_to_broadcast(n)
+        pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"), broadcast_pairs)
         return NearDuplicates(
             clustered.documents, pairs, fingerprint_pairs, signed, plan, stats, cluster_sizes=clustered.sizes
         )

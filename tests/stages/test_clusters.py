@@ -7,6 +7,8 @@ code under test.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from simhash_udf.stages import clusters
@@ -309,3 +311,53 @@ def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_w
         sizes = {r["cluster_id"]: r["members"] for r in assignment.sizes.collect()}
         assert sizes == counted
         assert len(counted) > 1 or set(counted.values()) == {20_000}
+
+
+@contextlib.contextmanager
+def _no_automatic_broadcast(spark):
+    """Spark broadcasts no join side by its own size estimate (tiny test frames would always
+    be): only an explicit hint broadcasts, as for a crawl's frames, whose estimates are large."""
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+
+
+def test_only_a_known_count_up_to_the_limit_is_few_enough_to_broadcast():
+    assert clusters.few_enough_to_broadcast(0)
+    assert clusters.few_enough_to_broadcast(clusters.BROADCAST_ROWS)
+    assert not clusters.few_enough_to_broadcast(clusters.BROADCAST_ROWS + 1)
+    assert not clusters.few_enough_to_broadcast(None)
+
+
+@pytest.mark.parametrize("broadcast_pairs", [True, False])
+def test_pairs_by_id_with_the_pairs_broadcast_names_them_without_a_shuffle(spark, broadcast_pairs):
+    """With broadcast_pairs the pairs are broadcast and the names (every distinct fingerprint)
+    are never shuffled by a join; the ids are the same whichever join names them."""
+    documents = spark.createDataFrame([(10, 7), (3, 7), (7, 0), (5, 63), (20, 1000)], "id long, fingerprint long")
+    pairs = spark.createDataFrame([(0, 7, 3), (7, 63, 3), (0, 63, 6)], "fp_a long, fp_b long, distance int")
+    with _no_automatic_broadcast(spark):
+        named = clusters.pairs_by_id(pairs, documents_stage.distinct_fingerprints(documents, None), broadcast_pairs)
+        # Fingerprint 7 is named 3 (its smallest id), 0 is 7, 63 is 5.
+        _assert_frame(named, [(3, 7, 3), (3, 5, 3), (5, 7, 6)], "id_a long, id_b long, distance int")
+        plan = _physical_plan(named)
+    # Both joins broadcast (the plan lists the initial and the final plan).
+    assert ("SortMergeJoin" not in plan and "BroadcastHashJoin" in plan) if broadcast_pairs else "BroadcastHashJoin" not in plan, plan
+
+
+@pytest.mark.parametrize("dropped_rows", [2, None])
+@pytest.mark.parametrize("id_type", ["long", "string"])
+def test_without_dropped_keeps_every_other_document_and_broadcasts_few_dropped_ids(spark, dropped_rows, id_type):
+    """deduped/ is the documents whose id was not dropped, whatever the join: the dropped ids
+    are broadcast (the documents streamed, not shuffled) when their count is known and few."""
+    cast = int if id_type == "long" else str
+    documents = spark.createDataFrame([(cast(i), f"text {i}") for i in range(1, 9)], f"doc {id_type}, text string")
+    dropped = spark.createDataFrame([(cast(3),), (cast(8),)], f"doc {id_type}")
+    with _no_automatic_broadcast(spark):
+        deduped = clusters.without_dropped(documents, dropped, "doc", dropped_rows)
+        kept = sorted(tuple(r) for r in deduped.collect())
+        plan = _physical_plan(deduped)
+    assert kept == sorted((cast(i), f"text {i}") for i in (1, 2, 4, 5, 6, 7))
+    assert ("BroadcastHashJoin" in plan and "SortMergeJoin" not in plan) if dropped_rows else "SortMergeJoin" in plan, plan
