@@ -56,8 +56,10 @@ def cluster_assignment(
         a null `keep_by` comes after every value in either order; ties, and frames without
         `keep_by`, fall back to the smallest id.
     materialise: stores a frame and returns the stored copy (a job's `Stages.materialise`):
-        the clusters' aggregate is read twice, and the clusters of more than one document
-        are joined to the documents, which Spark broadcasts when it knows they are few.
+        the clusters' aggregate is read twice (with `fingerprints`, only its aggregated
+        part is stored, see `_kept_per_fingerprint_cluster`), and the clusters of more than
+        one document are joined to the documents, which Spark broadcasts when it knows they
+        are few.
     fingerprints: `fingerprint`, `id` (the smallest id carrying it), `members` (long: the
         documents carrying it), one row per distinct fingerprint of `documents`
         (`documents.distinct_fingerprints`, already stored by the run), or None. Without
@@ -83,7 +85,7 @@ def cluster_assignment(
         F.when(F.col("fingerprint").isNull(), F.col("exact_key")).alias("group_exact"),
     )
     if fingerprints is not None and "keep_by" not in documents.columns:
-        kept = materialise(_kept_per_fingerprint_cluster(fingerprints, components, active))
+        kept = _kept_per_fingerprint_cluster(fingerprints, components, active, materialise)
     else:
         kept = materialise(_kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order))
     # A cluster of one document (most of a crawl) is whole in its aggregate row: it is kept,
@@ -137,12 +139,18 @@ def cluster_assignment(
     )
 
 
-def _kept_per_fingerprint_cluster(fingerprints: DataFrame, components: DataFrame, active: DataFrame) -> DataFrame:
+def _kept_per_fingerprint_cluster(
+    fingerprints: DataFrame, components: DataFrame, active: DataFrame, materialise: Callable[[DataFrame], DataFrame]
+) -> DataFrame:
     """`_kept_per_cluster`'s rows, without `keep_by`, from the distinct fingerprints' rows.
 
-    fingerprints: `fingerprint`, `id`, `members` (see `cluster_assignment`); components:
+    fingerprints: `fingerprint`, `id`, `members` (see `cluster_assignment`; stored); components:
     `node`, `component`; active: the documents that are not skipped, of which only those
-    without a fingerprint (clusters of an exact text) are used here.
+    without a fingerprint (clusters of an exact text) are used here. materialise: as
+    `cluster_assignment`'s, given only the aggregated clusters: the rows of fingerprints in no
+    component (most of a crawl) stay a view of `fingerprints`, read again by each use (a scan
+    and a join with the broadcast components), which costs less than storing a row per
+    distinct fingerprint once more (4M: ~1.5 s).
     """
     with_component = fingerprints.join(components.withColumnRenamed("node", "fingerprint"), "fingerprint", "left")
     units = with_component.select(
@@ -171,7 +179,7 @@ def _kept_per_fingerprint_cluster(fingerprints: DataFrame, components: DataFrame
         F.min("fingerprint").alias("fingerprint"),
         F.max("too_short").alias("too_short"),
     )
-    return whole.unionByName(aggregated)
+    return whole.unionByName(materialise(aggregated))
 
 
 def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) -> DataFrame:
