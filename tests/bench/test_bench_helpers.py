@@ -131,3 +131,44 @@ def test_languages_arg_keeps_the_order_drops_repeats_and_refuses_others():
     for bad in ("", "fr", "zh,de"):
         with pytest.raises(argparse.ArgumentTypeError):
             runners.languages_arg(bad)
+
+
+# A parent that holds 300 MB, forks a child that shares them all (as a process the JVM starts
+# shares its pages until it execs) under another name, then starts a Python child of its own
+# holding 100 MB. Printed when both children are up; everything exits on stdin's end.
+_TREE = r"""
+import ctypes, os, subprocess, sys
+held = bytearray(300 * 2**20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+pid = os.fork()
+if pid == 0:
+    ctypes.CDLL(None).prctl(15, b"helper", 0, 0, 0)  # PR_SET_NAME
+    sys.stdin.read()
+    os._exit(0)
+child = subprocess.Popen([sys.executable, "-c",
+    "import sys; b = bytearray(100 * 2**20); [b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; print('up', flush=True); sys.stdin.read()"],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print("ready", flush=True)
+sys.stdin.read()
+child.stdin.close(); child.wait(); os.waitpid(pid, 0)
+"""
+
+
+def test_tree_memory_counts_python_children_but_not_a_child_that_shares_its_parents_pages():
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", _TREE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        with runners.TreeMemory(process.pid, interval=0.05) as memory:
+            time.sleep(0.5)
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    mb = 2**20
+    assert memory.peak_python >= 100 * mb  # the Python child
+    # The parent (300 MB) and the Python child (100 MB), not the forked helper's 300 MB again.
+    assert 400 * mb <= memory.peak_total < 550 * mb, memory.peak_total / mb
