@@ -96,7 +96,7 @@ class SelfJoinFinder:
         )
         clustered = clusters.cluster_assignment(
             fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame),
-            fingerprints=table,
+            fingerprints=table, fingerprint_rows=n,
         )
         # At most as many pairs as the stored rows they came from: the sketch route's (stage
         # `jaccard`), else the band join's (its pairs, stats and hot runs' rows). When the

@@ -93,10 +93,18 @@ def test_default_keeps_the_smallest_id(frames):
         (16, 16, 200, KEPT, None, 0),
         (17, 16, 200, NEAR, None, 0),
     ]
-    for fingerprints in (None, documents_stage.distinct_fingerprints(documents, None)):
-        result = clusters.cluster_assignment(documents, components, fingerprints=fingerprints).documents
+    distinct = documents_stage.distinct_fingerprints(documents, None)
+    # From the documents; from the distinct fingerprints, their aggregate stored whole (few
+    # rows) or only its aggregated part (many, or not known).
+    for fingerprints, rows in ((None, None), (distinct, 8), (distinct, None)):
+        stored = []
+        result = clusters.cluster_assignment(
+            documents, components, materialise=lambda frame: stored.append(frame) or frame,
+            fingerprints=fingerprints, fingerprint_rows=rows,
+        ).documents
         _assert_frame(result, expected, CLUSTERS_SCHEMA)
         assert result.count() == len(DOCUMENTS)
+        assert len(stored) == 3  # the aggregate (or its aggregated part), and the larger clusters' two frames
 
 
 # keep_by of each document (None: the document has no value).
