@@ -58,10 +58,9 @@ def cluster_assignment(
         a null `keep_by` comes after every value in either order; ties, and frames without
         `keep_by`, fall back to the smallest id.
     materialise: stores a frame and returns the stored copy (a job's `Stages.materialise`):
-        the clusters' aggregate is read twice (with `fingerprints`, only its aggregated
-        part is stored, see `_kept_per_fingerprint_cluster`), and the clusters of more than
-        one document are joined to the documents, which Spark broadcasts when it knows they
-        are few.
+        the clusters' aggregate is read twice (with more than BROADCAST_ROWS `fingerprints`,
+        only its aggregated part is stored), and the clusters of more than one document are
+        joined to the documents, which Spark broadcasts when it knows they are few.
     fingerprints: `fingerprint`, `id` (the smallest id carrying it), `members` (long: the
         documents carrying it), one row per distinct fingerprint of `documents`
         (`documents.distinct_fingerprints`, already stored by the run), or None. Without
@@ -73,8 +72,7 @@ def cluster_assignment(
         of its documents comes first by `keep_by`.
     fingerprint_rows: `fingerprints`' rows, when known. Up to BROADCAST_ROWS the clusters'
         aggregate is stored whole (a small copy, read back faster than it is computed again:
-        the sample's report 0.4 s faster); more, or not known, only its aggregated part (see
-        `_kept_per_fingerprint_cluster`).
+        the sample's report 0.4 s faster); more, or not known, only its aggregated part.
     Returns documents: `id`, `cluster_id` (the kept document's id; null when skipped),
     `fingerprint`, `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`,
     `distance` (Hamming distance to the kept document's fingerprint, when both have one); and
@@ -91,10 +89,14 @@ def cluster_assignment(
         F.when(F.col("fingerprint").isNull(), F.col("exact_key")).alias("group_exact"),
     )
     if fingerprints is not None and "keep_by" not in documents.columns:
+        whole, aggregated = _kept_per_fingerprint_cluster(fingerprints, components, active)
         if few_enough_to_broadcast(fingerprint_rows):
-            kept = materialise(_kept_per_fingerprint_cluster(fingerprints, components, active, lambda frame: frame))
+            kept = materialise(whole.unionByName(aggregated))
         else:
-            kept = _kept_per_fingerprint_cluster(fingerprints, components, active, materialise)
+            # The fingerprints in no component (most of a crawl) stay a view of `fingerprints`,
+            # read again by each use (a scan and a join with the broadcast components): less
+            # than storing a row per distinct fingerprint once more (4M: ~1 s less).
+            kept = whole.unionByName(materialise(aggregated))
     else:
         kept = materialise(_kept_per_cluster(grouped, "keep_by" in documents.columns, keep_order))
     # A cluster of one document (most of a crawl) is whole in its aggregate row: it is kept,
@@ -149,17 +151,14 @@ def cluster_assignment(
 
 
 def _kept_per_fingerprint_cluster(
-    fingerprints: DataFrame, components: DataFrame, active: DataFrame, materialise: Callable[[DataFrame], DataFrame]
-) -> DataFrame:
-    """`_kept_per_cluster`'s rows, without `keep_by`, from the distinct fingerprints' rows.
+    fingerprints: DataFrame, components: DataFrame, active: DataFrame
+) -> tuple[DataFrame, DataFrame]:
+    """`_kept_per_cluster`'s rows, without `keep_by`, from the distinct fingerprints' rows, in
+    two parts: (the fingerprints in no component, a row each; the aggregated clusters).
 
-    fingerprints: `fingerprint`, `id`, `members` (see `cluster_assignment`; stored); components:
+    fingerprints: `fingerprint`, `id`, `members` (see `cluster_assignment`); components:
     `node`, `component`; active: the documents that are not skipped, of which only those
-    without a fingerprint (clusters of an exact text) are used here. materialise: as
-    `cluster_assignment`'s, given only the aggregated clusters: the rows of fingerprints in no
-    component (most of a crawl) stay a view of `fingerprints`, read again by each use (a scan
-    and a join with the broadcast components), which costs less than storing a row per
-    distinct fingerprint once more (4M: ~1 s less).
+    without a fingerprint (clusters of an exact text) are used here.
     """
     with_component = fingerprints.join(components.withColumnRenamed("node", "fingerprint"), "fingerprint", "left")
     units = with_component.select(
@@ -188,7 +187,7 @@ def _kept_per_fingerprint_cluster(
         F.min("fingerprint").alias("fingerprint"),
         F.max("too_short").alias("too_short"),
     )
-    return whole.unionByName(materialise(aggregated))
+    return whole, aggregated
 
 
 def _kept_per_cluster(grouped: DataFrame, has_keep_by: bool, keep_order: str) -> DataFrame:
