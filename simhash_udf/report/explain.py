@@ -15,19 +15,22 @@ from typing import Any
 from simhash_udf.core import bands
 from simhash_udf.core.config import SketchConfig
 from simhash_udf.core.sketch import candidate_probability
+from simhash_udf.stages import sketch_join
 from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE
 from simhash_udf.stages.progress import DEFAULT_INTERVAL
 
 
 def run_stages(
     fmt: str | None, fingerprint_col: bool = False, write_pairs: bool = True, verify_texts: bool = True,
-    sketch_route: bool = True,
+    sketch_route: bool = True, rows: int | None = None,
 ) -> list[tuple[str, str]]:
     """The stages a run goes through, in order, as (name, what it does): the names are those
     of the progress lines and of `stage_seconds` in the report. fmt: the input format (None:
     not known yet, the parse stage is listed as conditional); verify_texts: the short-text
     policy (`--verify`) is on, and sketch_route: the sketch route (`--sketch`) is; both run
-    only when the input has texts."""
+    only when the input has texts. rows: the input's rows, when known: at most
+    `sketch_join.ONE_TASK_NODES` of them, the sketch route runs in one task, without
+    `sketch_verify` (more, or not known: it depends on the sketches, so both are listed)."""
     stages = [("read", "list the input files and read the schema; Parquet and text input: count the rows and "
                        "those that cannot be documents, in one pass")]
     if fmt in ("json", "csv"):
@@ -56,8 +59,7 @@ def run_stages(
     if sketch_route and not fingerprint_col:
         stages += [
             ("sketch_nodes", "one MinHash sketch per distinct fingerprint"),
-            ("sketch_candidates", "MinHash-LSH: shuffle band rows by (band, key); pairs sharing a bucket, each once"),
-            ("sketch_verify", "keep candidates whose sketches reach --sketch's Jaccard within --sketch-max-distance bits"),
+            *_sketch_route_stages(sketch_join.few_enough_for_one_task(rows)),
             ("jaccard", "every pair with its sketches' Jaccard estimate (pairs/'s jaccard), the sketch route's added"),
         ]
     stages += [
@@ -70,6 +72,23 @@ def run_stages(
         stages += [("pairs", "write pairs/"), ("sample_pairs", "collect a few pairs for report.html")]
     stages += [("deduped", "write deduped/"), ("report", "count everything; check every input row is accounted for")]
     return stages
+
+
+def _sketch_route_stages(in_one_task: bool) -> list[tuple[str, str]]:
+    """The sketch route's candidates and their check: in one task (see `run_stages`), or
+    either way."""
+    limit = f"{sketch_join.ONE_TASK_NODES:,}"
+    if in_one_task:
+        return [("sketch_candidates", "MinHash-LSH in one task (at most " + limit + " sketches): pairs sharing "
+                 "a (band, key) bucket, each once, kept when their sketches reach --sketch's Jaccard within "
+                 "--sketch-max-distance bits")]
+    return [
+        ("sketch_candidates", "MinHash-LSH: pairs sharing a (band, key) bucket, each once; up to " + limit
+         + " sketches in one task, which also checks them (then no sketch_verify), else by shuffling "
+         "the band rows by (band, key)"),
+        ("sketch_verify", "(more than " + limit + " sketches) keep candidates whose sketches reach --sketch's "
+         "Jaccard within --sketch-max-distance bits"),
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +147,7 @@ def explain(
         "it runs, and its time and rows at its end):"
     )
     # Runs against an index do not apply the short-text policy (see `index.finder`).
-    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None, sketch_route)
+    stages = run_stages(fmt, fingerprint_col, write_pairs, verify_texts and index is None, sketch_route, n)
     if index is not None:
         stages = _with_index_stages(stages, index.exists)
     for name, what in stages:

@@ -147,8 +147,33 @@ def sketch_route(
     report.json's `sketch` counts: `nodes`, `candidate_pairs`, `pairs` (kept by the sketch
     route, within k or not), `pairs_beyond_k` (what it adds: the band join has every pair
     within k), `hot_buckets` (buckets paired star-wise).
+    The candidates are made and checked in one task up to `sketch_join.ONE_TASK_NODES` nodes
+    (stage `sketch_candidates`), else by Spark's shuffles (stages `sketch_candidates` and
+    `sketch_verify`): the same pairs and counts either way.
     """
     nodes = stages.materialise("sketch_nodes", nodes)
+    if sketch_join.few_enough_for_one_task(stages.rows["sketch_nodes"]):
+        found, candidate_pairs, kept_pairs, hot_buckets = _checked_in_one_task(nodes, sketch, stages)
+    else:
+        found, candidate_pairs, kept_pairs, hot_buckets = _checked_by_shuffles(nodes, sketch, stages)
+    beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
+    pairs = stages.materialise(
+        "jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond),
+        observe={"beyond_k": F.count(F.when(F.col("distance") > k, 1))},
+    )
+    counts = {
+        "nodes": stages.rows["sketch_nodes"],
+        "candidate_pairs": candidate_pairs,
+        "pairs": kept_pairs,
+        "pairs_beyond_k": stages.observed["jaccard"]["beyond_k"],
+        "hot_buckets": hot_buckets,
+    }
+    return nodes, pairs, counts
+
+
+def _checked_by_shuffles(nodes: DataFrame, sketch: SketchConfig, stages: Stages) -> tuple[DataFrame, int, int, int]:
+    """The sketch route's pairs (`fp_a`, `fp_b`, `distance`, `jaccard`) from the stored nodes
+    in Spark, and its counts: (pairs, candidate pairs, pairs kept, hot buckets)."""
     rows = sketch_join.band_rows(nodes, sketch)
     # The shared buckets are stored under the candidates' stage name (its time adds up; its
     # rows are the candidates', stored last): read twice, they are not shuffled twice.
@@ -163,19 +188,19 @@ def sketch_route(
     candidates, _ = sketch_join.candidate_pairs(rows, buckets, hot_size)
     candidates = stages.materialise("sketch_candidates", candidates)
     found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, sketch))
-    beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
-    pairs = stages.materialise(
-        "jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond),
-        observe={"beyond_k": F.count(F.when(F.col("distance") > k, 1))},
+    return found, stages.rows["sketch_candidates"], stages.rows["sketch_verify"], hot_buckets
+
+
+def _checked_in_one_task(nodes: DataFrame, sketch: SketchConfig, stages: Stages) -> tuple[DataFrame, int, int, int]:
+    """`_checked_by_shuffles` in one task (`sketch_join.checked_in_one_task`): every candidate
+    stored once, checked, under `sketch_candidates`; the pairs kept are a view of it."""
+    checked = stages.materialise(
+        "sketch_candidates", sketch_join.checked_in_one_task(nodes, sketch),
+        observe={"kept": F.count(F.when(F.col("kept"), 1)), "hot_buckets": F.max("hot_buckets")},
     )
-    counts = {
-        "nodes": stages.rows["sketch_nodes"],
-        "candidate_pairs": stages.rows["sketch_candidates"],
-        "pairs": stages.rows["sketch_verify"],
-        "pairs_beyond_k": stages.observed["jaccard"]["beyond_k"],
-        "hot_buckets": hot_buckets,
-    }
-    return nodes, pairs, counts
+    observed = stages.observed["sketch_candidates"]
+    found = checked.where(F.col("kept")).select("fp_a", "fp_b", "distance", "jaccard")
+    return found, stages.rows["sketch_candidates"], observed["kept"], observed["hot_buckets"] or 0
 
 
 def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:

@@ -16,6 +16,7 @@ import pytest
 from helpers import ROOT
 
 from simhash_udf.core import bands
+from simhash_udf.core.config import SketchConfig
 from simhash_udf.report import explain as explain_module
 from simhash_udf.report import pair_samples
 from simhash_udf.report.html_page import PairSample, bar_chart_svg, render
@@ -281,6 +282,12 @@ def test_explain_lists_the_stages_and_the_expected_candidates():
     listed = [line.split()[0] for line in text_run.split("stages of the run")[1].splitlines()[1:]]
     assert listed[:3] == ["read", "check_ids", "signatures"] and listed[-1] == "report"
     assert "sample_pairs" in listed and "parse" not in listed
+    # 1M rows may hold more sketches than one task takes: both of the route's paths are listed;
+    # 1,000 rows cannot, so the check is part of sketch_candidates.
+    for rows, route in ((1_000_000, ["sketch_candidates", "sketch_verify"]), (1000, ["sketch_candidates"])):
+        with_sketches = explain_module.explain(rows, bands.choose_plan(rows, 3), fmt="json", sketch=SketchConfig())
+        listed = [line.split()[0] for line in with_sketches.split("stages of the run")[1].splitlines()[1:]]
+        assert [name for name in listed if name.startswith("sketch_")] == ["sketch_nodes", *route]
     given = explain_module.explain(1000, bands.choose_plan(1000, 3), fmt="json", fingerprint_col=True, write_pairs=False)
     listed = [line.split()[0] for line in given.split("stages of the run")[1].splitlines()[1:]]
     assert "parse" in listed and "signatures" not in listed and "pairs" not in listed and "sample_pairs" not in listed
@@ -334,7 +341,7 @@ def test_the_job_writes_report_html_beside_report_json(sample_run, spark):
     stages = bars(root.find(".//figure[@id='stage-times']"), "width")
     assert [label for label, _, _ in stages] == list(report["stage_seconds"])
     # --explain lists the stages a run goes through: the very ones this run went through.
-    assert [name for name, _ in explain_module.run_stages("json")] == list(report["stage_seconds"])
+    assert [name for name, _ in explain_module.run_stages("json", rows=c["documents"])] == list(report["stage_seconds"])
 
     # The sample: the five pairs of pairs/ furthest apart, each with the documents' own texts.
     pairs = sorted(

@@ -21,6 +21,7 @@ from simhash_udf.core.config import DedupeConfig, FingerprintConfig, SketchConfi
 from simhash_udf.core.fingerprint import signatures
 from simhash_udf.core.normalise import normalise
 from simhash_udf.stages import sketch_join
+from simhash_udf.stages.scratch import Stages
 from simhash_udf.stages.self_join import find_near_duplicates
 
 pytestmark = pytest.mark.spark
@@ -77,18 +78,36 @@ def _frame(spark, fps: np.ndarray, sketches: np.ndarray):
     return spark.createDataFrame(rows, "fingerprint long, sketch binary")
 
 
+def _found_by_shuffles(nodes, config, hot_size=sketch_join.HOT_BUCKET_SIZE):
+    """(candidate pairs, kept rows, hot buckets) by the shuffles' path."""
+    candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config), hot_size=hot_size)
+    found = sketch_join.sketch_pairs(candidates, nodes, config).collect()
+    return [(r["fp_a"], r["fp_b"]) for r in candidates.collect()], found, hot.count()
+
+
+def _found_in_one_task(nodes, config, hot_size=sketch_join.HOT_BUCKET_SIZE):
+    """(candidate pairs, kept rows, hot buckets) by `checked_in_one_task`."""
+    rows = sketch_join.checked_in_one_task(nodes, config, hot_size).collect()
+    assert len({r["hot_buckets"] for r in rows}) <= 1, "one count, on every row"
+    return [(r["fp_a"], r["fp_b"]) for r in rows], [r for r in rows if r["kept"]], rows[0]["hot_buckets"] if rows else 0
+
+
+ROUTES = {"shuffles": _found_by_shuffles, "one task": _found_in_one_task}
+
+
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("config", [SketchConfig(), SketchConfig(jaccard=0.6, max_distance=64, bands=16, rows=8)],
                          ids=["defaults", "looser"])
-def test_the_sketch_route_finds_exactly_the_brute_force_pairs(spark, config):
+def test_the_sketch_route_finds_exactly_the_brute_force_pairs(spark, config, route):
     fps, sketches = _nodes(_families(11, families=40, unrelated=60), config)
     expected = _brute_force(fps, sketches, config)
     nodes = _frame(spark, fps, sketches)
-    candidates, hot = sketch_join.candidate_pairs(sketch_join.band_rows(nodes, config))
-    found = sketch_join.sketch_pairs(candidates, nodes, config).collect()
+    candidates, found, hot = ROUTES[route](nodes, config)
+    assert len(candidates) == len(set(candidates)), "each candidate once"
     got = [(r["fp_a"], r["fp_b"]) for r in found]
     assert len(got) == len(set(got)), "each pair once"
     assert set(got) == expected
-    assert hot.count() == 0
+    assert hot == 0
     # The test could fail: the route finds pairs the band join at k = 3 would not.
     beyond = [r for r in found if r["distance"] > 3]
     assert beyond, "pairs 4+ bits apart exist"
@@ -109,6 +128,22 @@ def test_a_hot_bucket_is_paired_with_its_smallest_fingerprint(spark):
     assert [(r["band"], r["size"], r["anchor"]) for r in hot.collect()] == [(0, 5, 10)]
     everything, hot = sketch_join.candidate_pairs(rows, hot_size=5)
     assert everything.count() == 10 and hot.count() == 0
+
+
+def test_in_one_task_a_hot_bucket_is_paired_with_its_smallest_fingerprint_and_counted(spark):
+    config = SketchConfig()
+    rng = np.random.default_rng(3)
+    sketches = rng.integers(0, 2**16, size=(6, config.size)).astype(np.uint16)
+    sketches[:5, : config.rows] = sketches[0, : config.rows]  # five nodes share band 0
+    # Negative fingerprints too: the smallest is the smallest signed long, as Spark orders them.
+    fps = np.array([40, -10, 30, 20, 50, 60], dtype=np.int64)
+    nodes = _frame(spark, fps.view(np.uint64), sketches)
+    candidates, _, hot = _found_in_one_task(nodes, config, hot_size=4)
+    assert sorted(candidates) == [(-10, 20), (-10, 30), (-10, 40), (-10, 50)]
+    assert hot == 1
+    candidates, _, hot = _found_in_one_task(nodes, config, hot_size=5)
+    assert len(candidates) == 10 and hot == 0
+    assert _found_in_one_task(nodes.limit(0), config) == ([], [], 0)
 
 
 def test_with_jaccard_is_null_without_two_sketches(spark):
@@ -139,3 +174,33 @@ def test_the_finder_adds_the_sketch_routes_pairs_beyond_k_and_nothing_with_it_of
     assert on.join_stats["sketch"]["pairs_beyond_k"] == len({(a, b) for a, b in added})
     clusters_on = on.clusters.where(F.col("status") == "near_duplicate").count()
     assert clusters_on > off.clusters.where(F.col("status") == "near_duplicate").count()
+
+
+@pytest.mark.slow
+def test_the_finder_finds_the_same_pairs_and_counts_in_one_task_as_by_shuffles(spark, monkeypatch):
+    texts = _families(7, families=8, unrelated=8)
+    docs = spark.createDataFrame(list(enumerate(texts)), "id long, text string")
+    one_task_stages = Stages()
+    in_one_task = find_near_duplicates(docs, DedupeConfig(), one_task_stages)
+    assert "sketch_candidates" in one_task_stages.rows and "sketch_verify" not in one_task_stages.rows
+    monkeypatch.setattr(sketch_join, "ONE_TASK_NODES", 0)
+    stages = Stages()
+    by_shuffles = find_near_duplicates(docs, DedupeConfig(), stages)
+    assert "sketch_verify" in stages.rows, "the shuffles' path ran"
+    assert sorted(in_one_task.pairs.collect()) == sorted(by_shuffles.pairs.collect())
+    assert in_one_task.join_stats["sketch"] == by_shuffles.join_stats["sketch"]
+    assert in_one_task.join_stats["sketch"]["pairs_beyond_k"] > 0
+
+
+def test_sketches_are_read_from_the_arrow_buffers_as_from_their_bytes():
+    import pyarrow as pa
+
+    rng = np.random.default_rng(5)
+    sketches = rng.integers(0, 2**16, size=(7, 16)).astype(np.uint16)
+    column = pa.array([sketch.sketch_bytes(s) for s in sketches], type=pa.binary())
+    for part in (column, column.slice(2, 4), column.slice(7)):
+        expected = sketch.from_bytes(part.to_pylist())
+        got = sketch_join._sketch_values(part)
+        assert got.shape == expected.shape and np.array_equal(got, expected)
+    with pytest.raises(ValueError):
+        sketch_join._sketch_values(pa.array([b"\x01\x02", b"\x01\x02\x03\x04"], type=pa.binary()))
