@@ -156,3 +156,12 @@ def checked_candidates(
                 yield CheckedCandidates(a, b, distance, estimate, kept)
 
     return hot, slices()
+
+
+def node_numbers(fingerprints: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """int64 per value: its number among the nodes `fingerprints` (int64, ascending), -1 when
+    it is not one of them."""
+    if len(fingerprints) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(fingerprints, values), len(fingerprints) - 1)
+    return np.where(fingerprints[at] == values, at, -1).astype(np.int64)

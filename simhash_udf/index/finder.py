@@ -140,7 +140,7 @@ def find_against_index(
             route.stats["nodes"], route.stats["pairs_beyond_k"], route.stats["pairs_with_indexed_beyond_k"],
         )
         sketches, batch_pairs, near_index = route.nodes, route.batch_pairs, route.index_pairs
-        edge_count = stages.rows["jaccard"] + matched["near"] + route.stats["pairs_with_indexed_beyond_k"]
+        edge_count = route.batch_pair_rows + matched["near"] + route.stats["pairs_with_indexed_beyond_k"]
         matches = matches.unionByName(near_index.select("fp_new", "fp_old", "distance"))
     else:
         no_jaccard = F.lit(None).cast("double").alias("jaccard")

@@ -39,6 +39,7 @@ class SketchRoute:
     nodes: `fingerprint`, `sketch` of the batch's nodes (what its new entries store).
     batch_pairs: `fp_a` < `fp_b`, `distance`, `jaccard`: the band join's pairs within the batch
         with their estimate, and the sketch route's pairs within the batch beyond them.
+    batch_pair_rows: how many batch_pairs there are (counted when they were stored).
     index_pairs: `fp_new` (batch), `fp_old` (indexed), `distance`, `jaccard`: the lookup's
         pairs within k (distance > 0) with their estimate, and the sketch route's pairs between
         new batch nodes and indexed ones beyond them.
@@ -50,6 +51,7 @@ class SketchRoute:
 
     nodes: DataFrame
     batch_pairs: DataFrame
+    batch_pair_rows: int
     index_pairs: DataFrame
     stats: dict[str, Any]
 
@@ -145,7 +147,8 @@ def take_sketch_route(
     observed while they are stored.
     """
     # Within the batch: as without an index.
-    nodes, within, stats = self_join.sketch_route(batch_pairs, nodes, config, k, stages)
+    route = self_join.sketch_route(batch_pairs, nodes, config, k, stages)
+    nodes, within, stats = route.nodes, route.pairs, route.counts
     lookup = near_index.select(F.col("fp_new").alias("fp_a"), F.col("fp_old").alias("fp_b"), "distance")
     stats.update(
         dict.fromkeys(("indexed_candidate_pairs", "pairs_with_indexed", "pairs_with_indexed_beyond_k", "hot_indexed_buckets"), 0)
@@ -189,4 +192,4 @@ def take_sketch_route(
     renamed = index_pairs.select(
         F.col("fp_a").alias("fp_new"), F.col("fp_b").alias("fp_old"), "distance", "jaccard"
     )
-    return SketchRoute(nodes, within, renamed, stats)
+    return SketchRoute(nodes, within, route.pair_rows, renamed, stats)

@@ -60,7 +60,6 @@ def run_stages(
         stages += [
             ("sketch_nodes", "one MinHash sketch per distinct fingerprint"),
             *_sketch_route_stages(sketch_join.few_enough_for_one_task(rows)),
-            ("jaccard", "every pair with its sketches' Jaccard estimate (pairs/'s jaccard), the sketch route's added"),
         ]
     stages += [
         ("components", "connected components, one line per round"),
@@ -75,19 +74,20 @@ def run_stages(
 
 
 def _sketch_route_stages(in_one_task: bool) -> list[tuple[str, str]]:
-    """The sketch route's candidates and their check: in one task (see `run_stages`), or
-    either way."""
+    """The sketch route after its nodes: in one task (see `run_stages`), or either way."""
     limit = f"{sketch_join.ONE_TASK_NODES:,}"
     if in_one_task:
-        return [("sketch_candidates", "MinHash-LSH in one task (at most " + limit + " sketches): pairs sharing "
-                 "a (band, key) bucket, each once, kept when their sketches reach --sketch's Jaccard within "
-                 "--sketch-max-distance bits")]
+        return [("sketch_candidates", "the sketch route in one task (at most " + limit + " sketches): pairs "
+                 "sharing a (band, key) bucket, each once, kept when their sketches reach --sketch's Jaccard "
+                 "within --sketch-max-distance bits; every pair with its Jaccard estimate (pairs/'s jaccard)")]
     return [
         ("sketch_candidates", "MinHash-LSH: pairs sharing a (band, key) bucket, each once; up to " + limit
-         + " sketches in one task, which also checks them (then no sketch_verify), else by shuffling "
-         "the band rows by (band, key)"),
+         + " sketches the whole route runs here, in one task (then neither of the next two stages), else "
+         "the band rows are shuffled by (band, key)"),
         ("sketch_verify", "(more than " + limit + " sketches) keep candidates whose sketches reach --sketch's "
          "Jaccard within --sketch-max-distance bits"),
+        ("jaccard", "(more than " + limit + " sketches) every pair with its sketches' Jaccard estimate "
+         "(pairs/'s jaccard), the sketch route's added"),
     ]
 
 
@@ -159,11 +159,14 @@ def _with_index_stages(stages: list[tuple[str, str]], existing: bool) -> list[tu
     """`run_stages` with the stages of a run against an index (`index.finder.find_against_index`)
     in their places. existing: the index has entries (a new one has no clusters to read)."""
     out: list[tuple[str, str]] = []
+    names = [name for name, _ in stages]
     for name, what in stages:
         if name == "distinct_fingerprints":
             out.append(("index_ids", "documents whose id the index already holds are skipped (id_in_index)"))
         out.append((name, what))
-        if name == "jaccard" and existing:
+        # After the sketch route within the batch, whichever its last stage is.
+        route_ends = name == "jaccard" or (name == "sketch_candidates" and "jaccard" not in names)
+        if route_ends and existing:
             out += [
                 ("index_sketch_candidates", (
                     "band rows of the indexed sketches (computed each run); new batch nodes sharing a "

@@ -9,6 +9,7 @@ input with --verify) -> the sketch route's pairs beyond k (`sketch_join`, text i
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -79,13 +80,13 @@ class SelfJoinFinder:
         if signed is not None and config.sketch.jaccard is not None:
             # The sketches straight from the documents' rows: one shuffle, not two (by text, then
             # by fingerprint).
-            fingerprint_pairs = _with_sketch_route(fingerprint_pairs, signed, config, stages, stats)
+            fingerprint_pairs, edge_count = _with_sketch_route(fingerprint_pairs, signed, config, stages, stats)
         else:
             fingerprint_pairs = fingerprint_pairs.withColumn("jaccard", F.lit(None).cast("double"))
+            edge_count = None
         # A small edge set is labelled in one task; a big one in distributed rounds, each a stage
         # result of its own (their times add up). The sketch route's pairs are stored: their
         # count is known.
-        edge_count = stages.rows["jaccard"] if "sketch" in stats else None
         components = stages.materialise(
             "components",
             connected_components(
@@ -98,11 +99,11 @@ class SelfJoinFinder:
             fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame),
             fingerprints=table, fingerprint_rows=n,
         )
-        # At most as many pairs as the stored rows they came from: the sketch route's (stage
-        # `jaccard`), else the band join's (its pairs, stats and hot runs' rows). When the
+        # At most as many pairs as the stored rows they came from: the sketch route's (counted),
+        # else the band join's (its pairs, stats and hot runs' rows). When the
         # names are few too, Spark's own plan broadcasts the smaller side at no shuffle, and a
         # forced broadcast of the pairs would only add a Spark job.
-        pair_rows = stages.rows["jaccard"] if "sketch" in stats else stages.rows[BAND_JOIN_STAGE]
+        pair_rows = edge_count if edge_count is not None else stages.rows[BAND_JOIN_STAGE]
         broadcast_pairs = clusters.few_enough_to_broadcast(pair_rows) and not clusters.few_enough_to_broadcast(n)
         pairs = clusters.pairs_by_id(fingerprint_pairs, table.select("fingerprint", "id"), broadcast_pairs)
         return NearDuplicates(
@@ -121,59 +122,53 @@ class SelfJoinFinder:
 
 def _with_sketch_route(
     band_pairs: DataFrame, signed: DataFrame, config: DedupeConfig, stages: Stages, stats: dict[str, Any]
-) -> DataFrame:
-    """`sketch_route` over the batch's sketch nodes; adds its counts to stats as `sketch`."""
-    _, pairs, stats["sketch"] = sketch_route(
-        band_pairs, sketch_join.sketch_nodes(signed), config.sketch, config.k, stages
-    )
+) -> tuple[DataFrame, int]:
+    """`sketch_route` over the batch's sketch nodes; adds its counts to stats as `sketch`.
+    Returns its pairs and their number."""
+    route = sketch_route(band_pairs, sketch_join.sketch_nodes(signed), config.sketch, config.k, stages)
+    stats["sketch"] = route.counts
     log.info(
         "sketch route: %d sketches, %d candidate pairs, %d pairs kept, %d beyond k",
-        stats["sketch"]["nodes"], stats["sketch"]["candidate_pairs"], stats["sketch"]["pairs"],
-        stats["sketch"]["pairs_beyond_k"],
+        route.counts["nodes"], route.counts["candidate_pairs"], route.counts["pairs"], route.counts["pairs_beyond_k"],
     )
-    return pairs
+    return route.pairs, route.pair_rows
 
 
-def sketch_route(
-    band_pairs: DataFrame, nodes: DataFrame, sketch: SketchConfig, k: int, stages: Stages
-) -> tuple[DataFrame, DataFrame, dict[str, int]]:
+@dataclass(frozen=True)
+class BatchRoute:
+    """What `sketch_route` found.
+
+    nodes: the nodes as stored (stage `sketch_nodes`). pairs: the band join's pairs with their
+    estimated Jaccard and the sketch route's pairs beyond them, `fp_a`, `fp_b`, `distance`,
+    `jaccard`, read from a stored copy by the components and pairs/. pair_rows: their number.
+    counts: report.json's `sketch` counts: `nodes`, `candidate_pairs`, `pairs` (kept by the
+    sketch route, within k or not), `pairs_beyond_k` (what it adds: the band join has every
+    pair within k), `hot_buckets` (buckets paired star-wise).
+    """
+
+    nodes: DataFrame
+    pairs: DataFrame
+    pair_rows: int
+    counts: dict[str, int]
+
+
+def sketch_route(band_pairs: DataFrame, nodes: DataFrame, sketch: SketchConfig, k: int, stages: Stages) -> BatchRoute:
     """The sketch route within a batch (`sketch_join`), a run with an index's too.
 
     band_pairs: `fp_a` < `fp_b`, `distance` (the band join's pairs within k); nodes:
     `fingerprint`, `sketch`, one row per distinct fingerprint (`sketch_join.sketch_nodes`).
-    Returns (nodes, pairs, counts): the nodes as stored (stage `sketch_nodes`); the band join's
-    pairs with their estimated Jaccard and the sketch route's pairs beyond them, `fp_a`, `fp_b`,
-    `distance`, `jaccard`, stored once for the components and pairs/ (stage `jaccard`); and
-    report.json's `sketch` counts: `nodes`, `candidate_pairs`, `pairs` (kept by the sketch
-    route, within k or not), `pairs_beyond_k` (what it adds: the band join has every pair
-    within k), `hot_buckets` (buckets paired star-wise).
-    The candidates are made and checked in one task up to `sketch_join.ONE_TASK_NODES` nodes
-    (stage `sketch_candidates`), else by Spark's shuffles (stages `sketch_candidates` and
-    `sketch_verify`): the same pairs and counts either way.
+    Up to `sketch_join.ONE_TASK_NODES` nodes the route runs in one task (stage
+    `sketch_candidates`), else in Spark's shuffles (stages `sketch_candidates`, `sketch_verify`
+    and `jaccard`): the same pairs and counts either way.
     """
     nodes = stages.materialise("sketch_nodes", nodes)
     if sketch_join.few_enough_for_one_task(stages.rows["sketch_nodes"]):
-        found, candidate_pairs, kept_pairs, hot_buckets = _checked_in_one_task(nodes, sketch, stages)
-    else:
-        found, candidate_pairs, kept_pairs, hot_buckets = _checked_by_shuffles(nodes, sketch, stages)
-    beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
-    pairs = stages.materialise(
-        "jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond),
-        observe={"beyond_k": F.count(F.when(F.col("distance") > k, 1))},
-    )
-    counts = {
-        "nodes": stages.rows["sketch_nodes"],
-        "candidate_pairs": candidate_pairs,
-        "pairs": kept_pairs,
-        "pairs_beyond_k": stages.observed["jaccard"]["beyond_k"],
-        "hot_buckets": hot_buckets,
-    }
-    return nodes, pairs, counts
+        return _route_in_one_task(band_pairs, nodes, sketch, k, stages)
+    return _route_by_shuffles(band_pairs, nodes, sketch, k, stages)
 
 
-def _checked_by_shuffles(nodes: DataFrame, sketch: SketchConfig, stages: Stages) -> tuple[DataFrame, int, int, int]:
-    """The sketch route's pairs (`fp_a`, `fp_b`, `distance`, `jaccard`) from the stored nodes
-    in Spark, and its counts: (pairs, candidate pairs, pairs kept, hot buckets)."""
+def _route_by_shuffles(band_pairs: DataFrame, nodes: DataFrame, sketch: SketchConfig, k: int, stages: Stages) -> BatchRoute:
+    """`sketch_route` in Spark, from the stored nodes."""
     rows = sketch_join.band_rows(nodes, sketch)
     # The shared buckets are stored under the candidates' stage name (its time adds up; its
     # rows are the candidates', stored last): read twice, they are not shuffled twice.
@@ -188,19 +183,46 @@ def _checked_by_shuffles(nodes: DataFrame, sketch: SketchConfig, stages: Stages)
     candidates, _ = sketch_join.candidate_pairs(rows, buckets, hot_size)
     candidates = stages.materialise("sketch_candidates", candidates)
     found = stages.materialise("sketch_verify", sketch_join.sketch_pairs(candidates, nodes, sketch))
-    return found, stages.rows["sketch_candidates"], stages.rows["sketch_verify"], hot_buckets
+    beyond = found.join(band_pairs.select("fp_a", "fp_b"), ["fp_a", "fp_b"], "left_anti")
+    pairs = stages.materialise(
+        "jaccard", sketch_join.with_jaccard(band_pairs, nodes).unionByName(beyond),
+        observe={"beyond_k": F.count(F.when(F.col("distance") > k, 1))},
+    )
+    counts = {
+        "nodes": stages.rows["sketch_nodes"],
+        "candidate_pairs": stages.rows["sketch_candidates"],
+        "pairs": stages.rows["sketch_verify"],
+        "pairs_beyond_k": stages.observed["jaccard"]["beyond_k"],
+        "hot_buckets": hot_buckets,
+    }
+    return BatchRoute(nodes, pairs, stages.rows["jaccard"], counts)
 
 
-def _checked_in_one_task(nodes: DataFrame, sketch: SketchConfig, stages: Stages) -> tuple[DataFrame, int, int, int]:
-    """`_checked_by_shuffles` in one task (`sketch_join.checked_in_one_task`): every candidate
-    stored once, checked, under `sketch_candidates`; the pairs kept are a view of it."""
-    checked = stages.materialise(
-        "sketch_candidates", sketch_join.checked_in_one_task(nodes, sketch),
-        observe={"kept": F.count(F.when(F.col("kept"), 1)), "hot_buckets": F.max("hot_buckets")},
+def _route_in_one_task(band_pairs: DataFrame, nodes: DataFrame, sketch: SketchConfig, k: int, stages: Stages) -> BatchRoute:
+    """`sketch_route` in one task (`sketch_join.route_in_one_task`): every candidate and band
+    pair stored once, under `sketch_candidates`, with the counts observed by the write; the
+    pairs are a view of it."""
+    paired = F.col("band_pair") | F.col("kept")
+    route = stages.materialise(
+        "sketch_candidates", sketch_join.route_in_one_task(nodes, sketch, band_pairs),
+        observe={
+            "candidates": F.count(F.when(F.col("candidate"), 1)),
+            "kept": F.count(F.when(F.col("kept"), 1)),
+            "pairs": F.count(F.when(paired, 1)),
+            "beyond_k": F.count(F.when(paired & (F.col("distance") > k), 1)),
+            "hot_buckets": F.max("hot_buckets"),  # null: no rows, so no candidates
+        },
     )
     observed = stages.observed["sketch_candidates"]
-    found = checked.where(F.col("kept")).select("fp_a", "fp_b", "distance", "jaccard")
-    return found, stages.rows["sketch_candidates"], observed["kept"], observed["hot_buckets"] or 0
+    counts = {
+        "nodes": stages.rows["sketch_nodes"],
+        "candidate_pairs": observed["candidates"],
+        "pairs": observed["kept"],
+        "pairs_beyond_k": observed["beyond_k"],
+        "hot_buckets": observed["hot_buckets"] or 0,
+    }
+    pairs = route.where(paired).select("fp_a", "fp_b", "distance", "jaccard")
+    return BatchRoute(nodes, pairs, observed["pairs"], counts)
 
 
 def find_near_duplicates(docs: DataFrame, config: DedupeConfig, stages: Stages | None = None) -> NearDuplicates:

@@ -18,11 +18,10 @@ a footer land 4-12 bits apart and share 75% and more of their token shingles. Th
 
 `with_jaccard` adds the estimate to any pairs of fingerprints (pairs/ carries it).
 
-Up to `ONE_TASK_NODES` nodes, `checked_in_one_task` does what `candidate_pairs` and
-`sketch_pairs` do, in one Python task (`core.sketch_candidates`: the same pairs, in numpy):
-one Spark job instead of two shuffles of every node's band rows and a join of the candidates
-to the sketches (the sample: 43 Spark jobs instead of 51; the 97,790 sketches of 200 MB of
-English text: 1.2 s instead of 8.3 s).
+Up to `ONE_TASK_NODES` nodes, `route_in_one_task` does what `candidate_pairs`, `sketch_pairs`
+and `with_jaccard` (for the band join's pairs) do, in one Python task (`core.sketch_candidates`:
+the same pairs, in numpy): one Spark job instead of two shuffles of every node's band rows and
+two joins of pairs to the sketches.
 """
 
 from __future__ import annotations
@@ -31,12 +30,14 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from simhash_udf.core import hot_runs, sketch
 from simhash_udf.core.config import SketchConfig
-from simhash_udf.core.sketch_candidates import checked_candidates
+from simhash_udf.core.sketch import estimated_jaccard
+from simhash_udf.core.sketch_candidates import checked_candidates, node_numbers
 from simhash_udf.stages import udfs
 
 # A bucket with more nodes than this is paired star-wise (see the module docstring): the
@@ -48,8 +49,11 @@ HOT_BUCKET_SIZE = hot_runs.HOT_RUN_SIZE
 # node and band) and took 2.0 s; a cluster's Python worker has that to spare beside its
 # executor. Above it, the shuffles spread the band rows over the cluster.
 ONE_TASK_NODES = 200_000
-# What `checked_in_one_task` returns (see there).
-CHECKED_SCHEMA = "fp_a long, fp_b long, distance int, jaccard double, kept boolean, hot_buckets long"
+# What `route_in_one_task` returns (see there).
+ROUTE_SCHEMA = (
+    "fp_a long, fp_b long, distance int, jaccard double, candidate boolean, kept boolean, band_pair boolean, "
+    "hot_buckets long"
+)
 # Rows per output batch: slices of the result, so the JVM never takes one huge Arrow batch.
 _OUTPUT_BATCH_ROWS = 1 << 16
 
@@ -162,57 +166,143 @@ def few_enough_for_one_task(nodes: int | None) -> bool:
     return nodes is not None and nodes <= ONE_TASK_NODES
 
 
-def checked_in_one_task(nodes: DataFrame, config: SketchConfig, hot_size: int = HOT_BUCKET_SIZE) -> DataFrame:
-    """Every candidate of `candidate_pairs`, checked as `sketch_pairs` checks them, in one task.
+def route_in_one_task(
+    nodes: DataFrame, config: SketchConfig, band_pairs: DataFrame | None = None, hot_size: int = HOT_BUCKET_SIZE
+) -> DataFrame:
+    """The sketch route in one task: every candidate of `candidate_pairs`, checked as
+    `sketch_pairs` checks them, and every band pair with its Jaccard estimate (`with_jaccard`).
 
     nodes: `fingerprint`, `sketch`, one row per distinct fingerprint (a stored copy: it is read
-    by one task). Returns `fp_a` < `fp_b`, `distance` (int), `jaccard` (double), `kept` (the
-    pairs `sketch_pairs` returns), one row per candidate pair, and `hot_buckets` (long: how
-    many buckets were paired star-wise; the same on every row, since one task saw them all,
-    and no rows means no candidates and no hot buckets).
+    by one task); band_pairs: `fp_a` < `fp_b`, `distance` (the band join's pairs), or None.
+    Returns one row per pair that is a candidate or a band pair: `fp_a` < `fp_b`, `distance`
+    (int), `jaccard` (double; null when either has no sketch), `candidate`, `kept` (the pairs
+    `sketch_pairs` returns), `band_pair` (bool), and `hot_buckets` (long: how many buckets were
+    paired star-wise; the same on every row, since one task saw them all; no rows means none).
     """
-    present = nodes.where(F.col("fingerprint").isNotNull() & F.col("sketch").isNotNull())
+    node_rows = nodes.where(F.col("fingerprint").isNotNull() & F.col("sketch").isNotNull()).select(
+        "fingerprint", "sketch", F.lit(None).cast("long").alias("fp_b"), F.lit(None).cast("int").alias("distance")
+    )
+    if band_pairs is not None:
+        node_rows = node_rows.unionByName(band_pairs.select(
+            F.col("fp_a").alias("fingerprint"), F.lit(None).cast("binary").alias("sketch"), "fp_b",
+            F.col("distance").cast("int").alias("distance"),
+        ))
     bands, rows, jaccard, max_distance = config.bands, config.rows, config.jaccard, config.max_distance
 
-    def check(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _checked_batches(batches, bands, rows, hot_size, jaccard, max_distance)
+    def route(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _route_batches(batches, bands, rows, hot_size, jaccard, max_distance)
 
-    return present.select("fingerprint", "sketch").coalesce(1).mapInArrow(check, CHECKED_SCHEMA)
+    return node_rows.coalesce(1).mapInArrow(route, ROUTE_SCHEMA)
 
 
-def _checked_batches(
+def _route_batches(
     batches: Iterator[pa.RecordBatch], bands: int, rows: int, hot_size: int, jaccard: float, max_distance: int
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow's function over the one partition of nodes (`fingerprint`, `sketch`):
-    every batch read, then `CHECKED_SCHEMA`'s rows in slices of _OUTPUT_BATCH_ROWS."""
+    """mapInArrow's function over `route_in_one_task`'s one partition (`fingerprint`, `sketch`,
+    `fp_b`, `distance`: a node when fp_b is null, else a band pair): every batch read, then
+    `ROUTE_SCHEMA`'s rows in slices of _OUTPUT_BATCH_ROWS."""
     fingerprints: list[np.ndarray] = []
     sketches: list[np.ndarray] = []
+    pairs: list[pa.RecordBatch] = []
     for batch in batches:
-        fingerprints.append(batch.column(0).to_numpy(zero_copy_only=False))
-        sketches.append(_sketch_values(batch.column(1)))
+        is_node = pc.is_null(batch.column(2))
+        node_part = batch.filter(is_node)
+        if node_part.num_rows:
+            fingerprints.append(node_part.column(0).to_numpy(zero_copy_only=False))
+            sketches.append(_sketch_values(node_part.column(1)))
+        pair_part = batch.filter(pc.invert(is_node))
+        if pair_part.num_rows:
+            pairs.append(pair_part)
     values = np.concatenate(fingerprints) if fingerprints else np.empty(0, dtype=np.int64)
-    if len(values) == 0:
-        return
     order = np.argsort(values, kind="stable")
     values = values[order]
-    table = np.concatenate(sketches)[order]
+    table = np.concatenate(sketches)[order] if sketches else np.zeros((0, 0), dtype=np.uint16)
     del fingerprints, sketches
+    band = BandPairs.of(values, pairs)
+    del pairs
     hot, slices = checked_candidates(values, table, bands, rows, hot_size, jaccard, max_distance)
     for checked in slices:
-        for at in range(0, len(checked.a), _OUTPUT_BATCH_ROWS):
-            part = slice(at, at + _OUTPUT_BATCH_ROWS)
-            count = len(checked.a[part])
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(values[checked.a[part]]),
-                    pa.array(values[checked.b[part]]),
-                    pa.array(checked.distance[part]),
-                    pa.array(checked.jaccard[part]),
-                    pa.array(checked.kept[part]),
-                    pa.array(np.full(count, hot, dtype=np.int64)),
-                ],
-                names=["fp_a", "fp_b", "distance", "jaccard", "kept", "hot_buckets"],
-            )
+        is_band_pair = band.mark(checked.a, checked.b)
+        yield from _slices(
+            hot, values[checked.a], values[checked.b], checked.distance, checked.jaccard,
+            np.ones(len(checked.a), dtype=bool), checked.kept, is_band_pair,
+        )
+    # The band pairs no bucket made a candidate: their estimate, if both ends have a sketch.
+    rest = ~band.marked
+    a, b = band.a_node[rest], band.b_node[rest]
+    both = (a >= 0) & (b >= 0)
+    estimate = np.full(len(a), np.nan)
+    estimate[both] = estimated_jaccard(table[a[both]], table[b[both]])
+    none = np.zeros(len(a), dtype=bool)
+    yield from _slices(
+        hot, band.fp_a[rest], band.fp_b[rest], band.distance[rest], estimate, none, none, ~none, missing=~both
+    )
+
+
+def _slices(hot: int, fp_a: np.ndarray, fp_b: np.ndarray, distance: np.ndarray, jaccard: np.ndarray,
+            candidate: np.ndarray, kept: np.ndarray, band_pair: np.ndarray,
+            missing: np.ndarray | None = None) -> Iterator[pa.RecordBatch]:
+    """`ROUTE_SCHEMA` batches of at most _OUTPUT_BATCH_ROWS rows; missing: where jaccard is null."""
+    for at in range(0, len(fp_a), _OUTPUT_BATCH_ROWS):
+        part = slice(at, at + _OUTPUT_BATCH_ROWS)
+        count = len(fp_a[part])
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(fp_a[part]),
+                pa.array(fp_b[part]),
+                pa.array(distance[part].astype(np.int32)),
+                pa.array(jaccard[part], mask=None if missing is None else missing[part]),
+                pa.array(candidate[part]),
+                pa.array(kept[part]),
+                pa.array(band_pair[part]),
+                pa.array(np.full(count, hot, dtype=np.int64)),
+            ],
+            names=["fp_a", "fp_b", "distance", "jaccard", "candidate", "kept", "band_pair", "hot_buckets"],
+        )
+
+
+class BandPairs:
+    """The band join's pairs inside `route_in_one_task`'s task, and which of them the
+    candidates have covered (`mark`).
+
+    fp_a, fp_b: int64 (fp_a < fp_b); distance: int32; a_node, b_node: int64 node numbers of
+    their ends (-1: no sketch); marked: bool, per pair, whether a candidate was it.
+    """
+
+    def __init__(self, fp_a: np.ndarray, fp_b: np.ndarray, distance: np.ndarray, a_node: np.ndarray,
+                 b_node: np.ndarray, nodes: int) -> None:
+        self.fp_a, self.fp_b, self.distance = fp_a, fp_b, distance
+        self.a_node, self.b_node = a_node, b_node
+        self.marked = np.zeros(len(fp_a), dtype=bool)
+        # Pairs of two nodes as one sortable number (a < b < nodes <= ONE_TASK_NODES: no overflow).
+        self._nodes = max(nodes, 1)
+        both = np.flatnonzero((a_node >= 0) & (b_node >= 0))
+        keys = a_node[both] * self._nodes + b_node[both]
+        order = np.argsort(keys)
+        self._keys, self._index = keys[order], both[order]
+
+    @classmethod
+    def of(cls, values: np.ndarray, batches: list[pa.RecordBatch]) -> BandPairs:
+        """The pairs of `batches` (`fingerprint` as fp_a, -, `fp_b`, `distance`) with their ends
+        numbered among the nodes `values` (ascending)."""
+        if batches:
+            fp_a = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for b in batches])
+            fp_b = np.concatenate([b.column(2).to_numpy(zero_copy_only=False) for b in batches])
+            distance = np.concatenate([b.column(3).to_numpy(zero_copy_only=False) for b in batches]).astype(np.int32)
+        else:
+            fp_a = fp_b = np.empty(0, dtype=np.int64)
+            distance = np.empty(0, dtype=np.int32)
+        return cls(fp_a, fp_b, distance, node_numbers(values, fp_a), node_numbers(values, fp_b), len(values))
+
+    def mark(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """bool per candidate (node numbers a < b): whether it is a band pair, marked as covered."""
+        if len(self._keys) == 0:
+            return np.zeros(len(a), dtype=bool)
+        keys = a * self._nodes + b
+        at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        found = self._keys[at] == keys
+        self.marked[self._index[at[found]]] = True
+        return found
 
 
 def _sketch_values(column: pa.Array) -> np.ndarray:

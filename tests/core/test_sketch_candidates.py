@@ -91,3 +91,10 @@ def test_no_nodes_and_one_node_make_no_candidates():
 def test_fingerprints_out_of_order_are_refused():
     with pytest.raises(ValueError, match="ascending"):
         checked_candidates(np.array([5, 2], dtype=np.int64), np.zeros((2, SIZE), dtype=np.uint16), BANDS, ROWS, 3, 0.5, 64)
+
+
+def test_node_numbers_find_the_nodes_and_mark_the_rest():
+    nodes = np.array([-7, 0, 3, 2**62], dtype=np.int64)
+    values = np.array([3, -7, 5, 2**62, -8, 2**63 - 1], dtype=np.int64)
+    assert sketch_candidates.node_numbers(nodes, values).tolist() == [2, 0, -1, 3, -1, -1]
+    assert sketch_candidates.node_numbers(nodes[:0], values).tolist() == [-1] * 6

@@ -284,10 +284,10 @@ def test_explain_lists_the_stages_and_the_expected_candidates():
     assert "sample_pairs" in listed and "parse" not in listed
     # 1M rows may hold more sketches than one task takes: both of the route's paths are listed;
     # 1,000 rows cannot, so the check is part of sketch_candidates.
-    for rows, route in ((1_000_000, ["sketch_candidates", "sketch_verify"]), (1000, ["sketch_candidates"])):
+    for rows, route in ((1_000_000, ["sketch_candidates", "sketch_verify", "jaccard"]), (1000, ["sketch_candidates"])):
         with_sketches = explain_module.explain(rows, bands.choose_plan(rows, 3), fmt="json", sketch=SketchConfig())
         listed = [line.split()[0] for line in with_sketches.split("stages of the run")[1].splitlines()[1:]]
-        assert [name for name in listed if name.startswith("sketch_")] == ["sketch_nodes", *route]
+        assert [name for name in listed if name.startswith("sketch_") or name == "jaccard"] == ["sketch_nodes", *route]
     given = explain_module.explain(1000, bands.choose_plan(1000, 3), fmt="json", fingerprint_col=True, write_pairs=False)
     listed = [line.split()[0] for line in given.split("stages of the run")[1].splitlines()[1:]]
     assert "parse" in listed and "signatures" not in listed and "pairs" not in listed and "sample_pairs" not in listed

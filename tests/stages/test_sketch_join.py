@@ -86,9 +86,10 @@ def _found_by_shuffles(nodes, config, hot_size=sketch_join.HOT_BUCKET_SIZE):
 
 
 def _found_in_one_task(nodes, config, hot_size=sketch_join.HOT_BUCKET_SIZE):
-    """(candidate pairs, kept rows, hot buckets) by `checked_in_one_task`."""
-    rows = sketch_join.checked_in_one_task(nodes, config, hot_size).collect()
+    """(candidate pairs, kept rows, hot buckets) by `route_in_one_task`, without band pairs."""
+    rows = sketch_join.route_in_one_task(nodes, config, hot_size=hot_size).collect()
     assert len({r["hot_buckets"] for r in rows}) <= 1, "one count, on every row"
+    assert all(r["candidate"] and not r["band_pair"] for r in rows)
     return [(r["fp_a"], r["fp_b"]) for r in rows], [r for r in rows if r["kept"]], rows[0]["hot_buckets"] if rows else 0
 
 
@@ -146,6 +147,32 @@ def test_in_one_task_a_hot_bucket_is_paired_with_its_smallest_fingerprint_and_co
     assert _found_in_one_task(nodes.limit(0), config) == ([], [], 0)
 
 
+def test_in_one_task_the_band_pairs_get_their_estimate_as_with_jaccard_gives_it(spark):
+    config = SketchConfig()
+    fps, sketches = _nodes(_families(13, families=10, unrelated=10), config)
+    nodes = _frame(spark, fps, sketches)
+    signed = sorted(int(f) for f in fps.view(np.int64))
+    _, found, _ = _found_by_shuffles(nodes, config)
+    kept = sorted((r["fp_a"], r["fp_b"]) for r in found)
+    # Band pairs: two the route keeps as well, two nodes it does not pair, and pairs with an
+    # end that has no sketch (a short text's fingerprint), either end.
+    outside = signed[0] - 1
+    band = sorted({*kept[:2], (signed[1], signed[-1]), (signed[2], signed[-2]), (outside, signed[3]),
+                   (signed[4], signed[-1] + 1)})
+    band_pairs = spark.createDataFrame([(a, b, 3) for a, b in band], "fp_a long, fp_b long, distance int")
+    expected = sketch_join.with_jaccard(band_pairs, nodes).collect()
+    rows = sketch_join.route_in_one_task(nodes, config, band_pairs).collect()
+    got = {(r["fp_a"], r["fp_b"]): r for r in rows}
+    assert len(got) == len(rows), "each pair once"
+    assert {p for p, r in got.items() if r["band_pair"]} == set(band)
+    assert {p for p, r in got.items() if r["kept"]} == set(kept)
+    for r in expected:
+        mine = got[(r["fp_a"], r["fp_b"])]
+        assert mine["jaccard"] == r["jaccard"]  # the same doubles, or both null
+    assert got[(outside, signed[3])]["jaccard"] is None and got[(signed[4], signed[-1] + 1)]["jaccard"] is None
+    assert not got[(signed[1], signed[-1])]["candidate"]
+
+
 def test_with_jaccard_is_null_without_two_sketches(spark):
     config = SketchConfig()
     rng = np.random.default_rng(4)
@@ -182,7 +209,8 @@ def test_the_finder_finds_the_same_pairs_and_counts_in_one_task_as_by_shuffles(s
     docs = spark.createDataFrame(list(enumerate(texts)), "id long, text string")
     one_task_stages = Stages()
     in_one_task = find_near_duplicates(docs, DedupeConfig(), one_task_stages)
-    assert "sketch_candidates" in one_task_stages.rows and "sketch_verify" not in one_task_stages.rows
+    assert "sketch_candidates" in one_task_stages.rows
+    assert "sketch_verify" not in one_task_stages.rows and "jaccard" not in one_task_stages.rows
     monkeypatch.setattr(sketch_join, "ONE_TASK_NODES", 0)
     stages = Stages()
     by_shuffles = find_near_duplicates(docs, DedupeConfig(), stages)
