@@ -165,3 +165,36 @@ def node_numbers(fingerprints: np.ndarray, values: np.ndarray) -> np.ndarray:
         return np.full(len(values), -1, dtype=np.int64)
     at = np.minimum(np.searchsorted(fingerprints, values), len(fingerprints) - 1)
     return np.where(fingerprints[at] == values, at, -1).astype(np.int64)
+
+
+class BandPairs:
+    """The band join's pairs beside the candidates, and which of them the candidates have
+    covered (`mark`): a pair that is both is one row, and the others get their estimate apart.
+
+    fp_a, fp_b: int64 (fp_a < fp_b); distance: int32; a_node, b_node: int64 numbers of their
+    ends among the nodes (-1: not a node, i.e. no sketch); marked: bool, per pair, whether a
+    candidate was it.
+    """
+
+    def __init__(self, fp_a: np.ndarray, fp_b: np.ndarray, distance: np.ndarray, nodes: np.ndarray) -> None:
+        """nodes: int64, the nodes' fingerprints, ascending (their numbers are their places)."""
+        self.fp_a, self.fp_b, self.distance = fp_a, fp_b, distance
+        self.a_node, self.b_node = node_numbers(nodes, fp_a), node_numbers(nodes, fp_b)
+        self.marked = np.zeros(len(fp_a), dtype=bool)
+        # A pair of two nodes as one sortable number: a * n + b (n nodes, a one task holds: far
+        # from overflowing an int64).
+        self._nodes = max(len(nodes), 1)
+        both = np.flatnonzero((self.a_node >= 0) & (self.b_node >= 0))
+        keys = self.a_node[both] * self._nodes + self.b_node[both]
+        order = np.argsort(keys)
+        self._keys, self._index = keys[order], both[order]
+
+    def mark(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """bool per candidate (node numbers a < b): whether it is a band pair; those are marked."""
+        if len(self._keys) == 0:
+            return np.zeros(len(a), dtype=bool)
+        keys = a * self._nodes + b
+        at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        found = self._keys[at] == keys
+        self.marked[self._index[at[found]]] = True
+        return found

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from simhash_udf.core import hot_runs, sketch
 from simhash_udf.core.config import SketchConfig
 from simhash_udf.core.sketch import estimated_jaccard
-from simhash_udf.core.sketch_candidates import checked_candidates, node_numbers
+from simhash_udf.core.sketch_candidates import BandPairs, checked_candidates
 from simhash_udf.stages import udfs
 
 # A bucket with more nodes than this is paired star-wise (see the module docstring): the
@@ -218,7 +218,7 @@ def _route_batches(
     values = values[order]
     table = np.concatenate(sketches)[order] if sketches else np.zeros((0, 0), dtype=np.uint16)
     del fingerprints, sketches
-    band = BandPairs.of(values, pairs)
+    band = BandPairs(*_pair_columns(pairs), values)
     del pairs
     hot, slices = checked_candidates(values, table, bands, rows, hot_size, jaccard, max_distance)
     for checked in slices:
@@ -261,50 +261,6 @@ def _slices(hot: int, fp_a: np.ndarray, fp_b: np.ndarray, distance: np.ndarray, 
         )
 
 
-class BandPairs:
-    """The band join's pairs inside `route_in_one_task`'s task, and which of them the
-    candidates have covered (`mark`).
-
-    fp_a, fp_b: int64 (fp_a < fp_b); distance: int32; a_node, b_node: int64 node numbers of
-    their ends (-1: no sketch); marked: bool, per pair, whether a candidate was it.
-    """
-
-    def __init__(self, fp_a: np.ndarray, fp_b: np.ndarray, distance: np.ndarray, a_node: np.ndarray,
-                 b_node: np.ndarray, nodes: int) -> None:
-        self.fp_a, self.fp_b, self.distance = fp_a, fp_b, distance
-        self.a_node, self.b_node = a_node, b_node
-        self.marked = np.zeros(len(fp_a), dtype=bool)
-        # Pairs of two nodes as one sortable number (a < b < nodes <= ONE_TASK_NODES: no overflow).
-        self._nodes = max(nodes, 1)
-        both = np.flatnonzero((a_node >= 0) & (b_node >= 0))
-        keys = a_node[both] * self._nodes + b_node[both]
-        order = np.argsort(keys)
-        self._keys, self._index = keys[order], both[order]
-
-    @classmethod
-    def of(cls, values: np.ndarray, batches: list[pa.RecordBatch]) -> BandPairs:
-        """The pairs of `batches` (`fingerprint` as fp_a, -, `fp_b`, `distance`) with their ends
-        numbered among the nodes `values` (ascending)."""
-        if batches:
-            fp_a = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for b in batches])
-            fp_b = np.concatenate([b.column(2).to_numpy(zero_copy_only=False) for b in batches])
-            distance = np.concatenate([b.column(3).to_numpy(zero_copy_only=False) for b in batches]).astype(np.int32)
-        else:
-            fp_a = fp_b = np.empty(0, dtype=np.int64)
-            distance = np.empty(0, dtype=np.int32)
-        return cls(fp_a, fp_b, distance, node_numbers(values, fp_a), node_numbers(values, fp_b), len(values))
-
-    def mark(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """bool per candidate (node numbers a < b): whether it is a band pair, marked as covered."""
-        if len(self._keys) == 0:
-            return np.zeros(len(a), dtype=bool)
-        keys = a * self._nodes + b
-        at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-        found = self._keys[at] == keys
-        self.marked[self._index[at[found]]] = True
-        return found
-
-
 def _sketch_values(column: pa.Array) -> np.ndarray:
     """A batch's binary sketches (no nulls, all of one size) as uint16 (rows, size), read from
     the Arrow buffers (not a Python bytes object per row: 60 MB and a second at 200,000)."""
@@ -316,3 +272,14 @@ def _sketch_values(column: pa.Array) -> np.ndarray:
         return sketch.from_bytes(column.to_pylist())  # raises on sketches of different sizes
     data = np.frombuffer(column.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
     return data.view("<u2").reshape(len(column), -1)
+
+
+def _pair_columns(batches: list[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fp_a, fp_b (int64) and distance (int32) of band pair rows (`fingerprint` as fp_a, -,
+    `fp_b`, `distance`)."""
+    if not batches:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int32)
+    fp_a, fp_b, distance = (
+        np.concatenate([b.column(i).to_numpy(zero_copy_only=False) for b in batches]) for i in (0, 2, 3)
+    )
+    return fp_a, fp_b, distance.astype(np.int32)

@@ -98,3 +98,17 @@ def test_node_numbers_find_the_nodes_and_mark_the_rest():
     values = np.array([3, -7, 5, 2**62, -8, 2**63 - 1], dtype=np.int64)
     assert sketch_candidates.node_numbers(nodes, values).tolist() == [2, 0, -1, 3, -1, -1]
     assert sketch_candidates.node_numbers(nodes[:0], values).tolist() == [-1] * 6
+
+
+def test_band_pairs_know_which_are_candidates_and_which_ends_have_no_sketch():
+    nodes = np.array([-5, 1, 4, 9], dtype=np.int64)
+    band = sketch_candidates.BandPairs(
+        np.array([-5, 1, -5, 2], dtype=np.int64), np.array([1, 9, 4, 9], dtype=np.int64),
+        np.array([1, 2, 3, 1], dtype=np.int32), nodes,
+    )
+    assert band.a_node.tolist() == [0, 1, 0, -1] and band.b_node.tolist() == [1, 3, 2, 3]
+    # Candidates (0, 1) and (1, 3) are band pairs, (0, 3) and (2, 3) are not.
+    assert band.mark(np.array([0, 0, 2, 1]), np.array([1, 3, 3, 3])).tolist() == [True, False, False, True]
+    assert band.marked.tolist() == [True, True, False, False]
+    nothing = sketch_candidates.BandPairs(*(np.empty(0, dtype=t) for t in (np.int64, np.int64, np.int32)), nodes)
+    assert nothing.mark(np.array([0]), np.array([1])).tolist() == [False]
