@@ -231,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recipe-big-mb", type=float, default=None,
                         help="job-throughput: the recipe's big input in MB (default the job's 200 MB; 40 saves "
                         "~7 minutes)")
+    parser.add_argument("--big-repeats", type=int, default=1,
+                        help="job-throughput: runs of each method on the big inputs (one big run decides the "
+                        "cost per extra MB; more take ~2 minutes each per language)")
     parser.add_argument("--job-rev", default=None,
                         help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
     parser.add_argument("--job-base", default=None,

@@ -267,6 +267,8 @@ def job_throughput_run(args: argparse.Namespace) -> list[str]:
     script_args = (["--quick", "--repeats", "1"] if args.quick else ["--repeats", str(args.repeats)]) + _job_args(args)
     if getattr(args, "recipe_big_mb", None) and not args.quick:
         script_args += ["--recipe-big-mb", f"{args.recipe_big_mb:g}"]
+    if getattr(args, "big_repeats", 1) > 1 and not args.quick:
+        script_args += ["--big-repeats", str(args.big_repeats)]
     report = run_module_json("job_throughput", script_args)
     if report is None:
         return _failed(SECTION_TITLE, "job_throughput")
