@@ -30,7 +30,8 @@ def run_stages(
     policy (`--verify`) is on, and sketch_route: the sketch route (`--sketch`) is; both run
     only when the input has texts. rows: the input's rows, when known: at most
     `sketch_join.ONE_TASK_NODES` of them, the sketch route runs in one task, without
-    `sketch_verify` (more, or not known: it depends on the sketches, so both are listed)."""
+    `sketch_verify` and `jaccard` (more, or not known: it depends on the sketches, so both
+    ways are listed)."""
     stages = [("read", "list the input files and read the schema; Parquet and text input: count the rows and "
                        "those that cannot be documents, in one pass")]
     if fmt in ("json", "csv"):
