@@ -50,9 +50,9 @@ class BandBuckets:
         one bucket, which is either at most hot_size nodes or has a as its smallest node."""
         bucket = self.of_node[a]
         same = (bucket >= 0) & (bucket == self.of_node[b])
-        safe = np.where(same, bucket, 0)  # any valid index where they do not share one
         if len(self.sizes) == 0:
             return same
+        safe = np.where(same, bucket, 0)  # any valid index where they do not share one
         ordinary = self.sizes[safe] <= hot_size
         anchor = self.members[self.starts[safe]] == a
         return same & (ordinary | anchor)
@@ -198,3 +198,13 @@ class BandPairs:
         found = self._keys[at] == keys
         self.marked[self._index[at[found]]] = True
         return found
+
+    def unmarked(self, sketches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs no candidate was: fp_a, fp_b, distance, and their Jaccard estimate
+        (float64) with where it exists (bool: both ends have a sketch). sketches: the nodes'."""
+        rest = ~self.marked
+        a, b = self.a_node[rest], self.b_node[rest]
+        both = (a >= 0) & (b >= 0)
+        estimate = np.full(len(a), np.nan)
+        estimate[both] = estimated_jaccard(sketches[a[both]], sketches[b[both]])
+        return self.fp_a[rest], self.fp_b[rest], self.distance[rest], estimate, both

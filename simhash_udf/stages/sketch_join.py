@@ -36,7 +36,6 @@ from pyspark.sql import functions as F
 
 from simhash_udf.core import hot_runs, sketch
 from simhash_udf.core.config import SketchConfig
-from simhash_udf.core.sketch import estimated_jaccard
 from simhash_udf.core.sketch_candidates import BandPairs, checked_candidates
 from simhash_udf.stages import udfs
 
@@ -228,15 +227,9 @@ def _route_batches(
             np.ones(len(checked.a), dtype=bool), checked.kept, is_band_pair,
         )
     # The band pairs no bucket made a candidate: their estimate, if both ends have a sketch.
-    rest = ~band.marked
-    a, b = band.a_node[rest], band.b_node[rest]
-    both = (a >= 0) & (b >= 0)
-    estimate = np.full(len(a), np.nan)
-    estimate[both] = estimated_jaccard(table[a[both]], table[b[both]])
-    none = np.zeros(len(a), dtype=bool)
-    yield from _slices(
-        hot, band.fp_a[rest], band.fp_b[rest], band.distance[rest], estimate, none, none, ~none, missing=~both
-    )
+    fp_a, fp_b, distance, estimate, estimated = band.unmarked(table)
+    no = np.zeros(len(fp_a), dtype=bool)
+    yield from _slices(hot, fp_a, fp_b, distance, estimate, no, no, ~no, missing=~estimated)
 
 
 def _slices(hot: int, fp_a: np.ndarray, fp_b: np.ndarray, distance: np.ndarray, jaccard: np.ndarray,
