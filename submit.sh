@@ -18,6 +18,9 @@
 #                     $venv/driver-classes.jsa, used when it exists; none: no archive)
 #   driver memory     in local mode, unless set: a quarter of this machine's, 1-8 GB (said in
 #                     one line); a driver that runs out of memory says in one line what to raise
+#   driver collector  the parallel garbage collector (-XX:+UseParallelGC), unless a collector is
+#                     chosen in --driver-java-options, a --conf, spark-defaults.conf or the JVM's
+#                     environment variables (not in cluster deploy mode)
 #
 # Local mode runs everything from the project's environment. Any other master gets the
 # executors' environment packed by scripts/pack_env.sh (cached in build/) and shipped with
@@ -183,6 +186,17 @@ if [ "$deploy_mode" != cluster ]; then
   # (The JVM runs each command between semicolons with sh -c: a newline first ends the
   # progress bar's line.)
   java_options="$java_options -XX:OnOutOfMemoryError=\"echo 1>&2; echo \$SIMHASH_OOM_HINT 1>&2\""
+  # The driver JVM collects garbage with the parallel (throughput) collector, unless a collector
+  # is chosen anywhere the JVM takes options from: two stop it from starting. The rule (and
+  # why) is simhash_udf/run/session.py's DRIVER_GC and gc_chosen.
+  defaults_file=${properties_file:-${SPARK_CONF_DIR:-${SPARK_HOME:-/nonexistent}/conf}/spark-defaults.conf}
+  options_seen="$java_options ${spark_args[*]:-} ${SPARK_SUBMIT_OPTS:-} ${JAVA_TOOL_OPTIONS:-} ${JDK_JAVA_OPTIONS:-} ${_JAVA_OPTIONS:-}"
+  if [ -f "$defaults_file" ]; then
+    options_seen="$options_seen $(cat "$defaults_file")"
+  fi
+  if ! grep -Eq -- '-XX:[+-]Use[A-Za-z0-9_]*GC([^A-Za-z0-9_]|$)' <<<"$options_seen"; then
+    java_options="$java_options -XX:+UseParallelGC"
+  fi
   # The driver JVM maps the classes a run loads from the environment's class data sharing
   # archive, recorded by ./quickstart.sh (SIMHASH_RECORD_CLASS_ARCHIVE: record one there at
   # exit; SIMHASH_CLASS_ARCHIVE: another archive, or none): seconds off a small run's start. The

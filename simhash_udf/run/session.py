@@ -11,8 +11,10 @@ Two defaults here fit the input rather than Spark's defaults (issue 11, item 6):
 - the vectorized Parquet and ORC readers' batch (`READER_BATCH_ROWS`): Spark's 4,096 rows
   of web pages of 100 kB are 400 MB in one column vector, grown by doubling.
 
-And one start-up cost (issue 14, fixed cost): the driver JVM maps the classes a run loads
-from a class data sharing archive when the environment has one (`class_archive_options`).
+And the driver JVM that `get_session` (or `submit.sh`, outside cluster deploy mode) starts gets
+two options (`driver_java_options`), issue 14: it maps the classes a run loads from a class data
+sharing archive when the environment has one (`class_archive_options`), and it collects its
+garbage with the throughput collector (`DRIVER_GC`) unless the user chose a collector.
 """
 
 from __future__ import annotations
@@ -67,6 +69,23 @@ RECORD_CLASS_ARCHIVE_ENV = "SIMHASH_RECORD_CLASS_ARCHIVE"
 _QUIET_CDS = "-Xlog:cds*=off"
 _JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
 
+# The driver JVM's garbage collector: the parallel (throughput) collector, not the JDK's default
+# G1. In local mode the driver runs every task, and a batch job wants throughput, not short
+# pauses: G1's concurrent marking and write barriers take CPU from the two task threads of a
+# small machine. Measured by bench/driver_gc.py (the job as a process, local[2], driver 8g, the
+# two collectors taking turns, medians of 3; bench/RESULTS-gc.md): wall time 0.91x G1's on the
+# sample, 0.97x on 50 MB of English text, 0.98x on 4M precomputed fingerprints, the same counts.
+# The price: it grows the heap toward its cap sooner, so the peak resident memory was 0.5-0.9 GB
+# higher on the two larger inputs (the heap stays within the driver memory). A collector the user
+# chose anywhere the JVM reads its options (`gc_chosen`) is kept: two make the JVM refuse to
+# start ("Multiple garbage collectors selected"). submit.sh applies the same rule
+# (tests/system/test_submit.py).
+DRIVER_GC = "-XX:+UseParallelGC"
+# A JVM option that selects (or deselects) a collector: -XX:+UseG1GC, -XX:-UseParallelGC, ...
+GC_OPTION = re.compile(r"-XX:[+-]Use\w*GC(?!\w)")
+# The environment variables the JDK's launcher and Spark's scripts add to the driver's options.
+_JVM_OPTION_VARIABLES = ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+
 
 def class_archive_options(environ: Mapping[str, str] | None = None, prefix: str | None = None) -> str:
     """The driver JVM's options for class data sharing, "" for none.
@@ -85,16 +104,39 @@ def class_archive_options(environ: Mapping[str, str] | None = None, prefix: str 
     return ""
 
 
+def _spark_defaults(environ: Mapping[str, str]) -> str:
+    """The text of the spark-defaults.conf pyspark's launcher reads ("" when there is none)."""
+    conf_dir = environ.get("SPARK_CONF_DIR") or (
+        os.path.join(environ["SPARK_HOME"], "conf") if environ.get("SPARK_HOME") else None
+    )
+    defaults = Path(conf_dir, "spark-defaults.conf") if conf_dir else None
+    return defaults.read_text(errors="replace") if defaults and defaults.is_file() else ""
+
+
 def _java_options_given(conf: Mapping[str, str]) -> bool:
     """Whether anything pyspark's launcher reads sets spark.driver.defaultJavaOptions (the
     setting the archive's options go in, which a value of our own would replace)."""
     if _JAVA_OPTIONS_KEY in conf or _JAVA_OPTIONS_KEY in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         return True
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
-    )
-    defaults = Path(conf_dir, "spark-defaults.conf") if conf_dir else None
-    return bool(defaults and defaults.is_file() and _JAVA_OPTIONS_KEY in defaults.read_text(errors="replace"))
+    return _JAVA_OPTIONS_KEY in _spark_defaults(os.environ)
+
+
+def gc_chosen(conf: Mapping[str, str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a garbage collector is chosen (`GC_OPTION`) anywhere the driver JVM takes options
+    from: conf's values, the launcher's and the JDK's environment variables
+    (`_JVM_OPTION_VARIABLES`), spark-defaults.conf. environ: default os.environ."""
+    environ = os.environ if environ is None else environ
+    texts = [*conf.values(), *(environ.get(name, "") for name in _JVM_OPTION_VARIABLES), _spark_defaults(environ)]
+    return any(GC_OPTION.search(text) for text in texts)
+
+
+def driver_java_options(
+    conf: Mapping[str, str], environ: Mapping[str, str] | None = None, prefix: str | None = None
+) -> str:
+    """The options `get_session` gives a driver JVM it starts: `DRIVER_GC` unless `gc_chosen`,
+    then `class_archive_options`; "" for none."""
+    gc = "" if gc_chosen(conf, environ) else DRIVER_GC
+    return " ".join(option for option in (gc, class_archive_options(environ, prefix)) if option)
 
 
 def physical_memory_bytes() -> int | None:
@@ -167,8 +209,8 @@ def get_session(
 
     A new local-mode JVM started here gets `local_driver_memory` of this machine unless conf,
     PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line), and any JVM
-    started here maps its classes from the environment's archive (`class_archive_options`,
-    through spark.driver.defaultJavaOptions) unless something sets that option already. The
+    started here gets `driver_java_options` (the parallel collector, the environment's class
+    archive) through spark.driver.defaultJavaOptions unless something sets that option already. The
     readers' batch is READER_BATCH_ROWS unless the session's conf already sets it (--conf).
 
     Python workers run the interpreter that runs the driver unless PYSPARK_PYTHON says
@@ -184,8 +226,8 @@ def get_session(
         conf["spark.driver.memory"] = local_driver_memory(total)
         log.info(driver_memory_note(conf["spark.driver.memory"], total))
     if not _jvm_running() and not _java_options_given(conf):
-        # The driver JVM starts here: it may map its classes from the environment's archive.
-        options = class_archive_options()
+        # The driver JVM starts here: its collector, and the environment's class archive.
+        options = driver_java_options(conf)
         if options:
             conf[_JAVA_OPTIONS_KEY] = options
     for key, value in conf.items():

@@ -27,7 +27,8 @@ VENV = Path(sys.executable).parent.parent
 WIDE_PAGES = 2120
 PAGE_CHARS = 96_000
 SPARK_ENV = ("PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY", "PYSPARK_GATEWAY_PORT", "SPARK_MASTER",
-             "SPARK_SUBMIT_ARGS", "SPARK_CONF_DIR")
+             "SPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS",
+             "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
 
 
 def expected_local_driver_mb() -> int:
@@ -47,7 +48,8 @@ def expected_local_driver_mb() -> int:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without any Spark setting that would fix the driver's memory."""
+    """This environment without any Spark or JVM setting that would fix the driver's memory
+    or its options."""
     env = {k: v for k, v in os.environ.items() if k not in SPARK_ENV}
     env.update(SIMHASH_VENV=str(VENV), PYSPARK_PYTHON=sys.executable, **extra)
     return env
@@ -126,17 +128,18 @@ print(json.dumps({
     "xmx": [a for a in args if a.startswith("-Xmx")],
     "parquet_batch": spark.conf.get("spark.sql.parquet.columnarReaderBatchSize"),
     "orc_batch": spark.conf.get("spark.sql.orc.columnarReaderBatchSize"),
+    "collectors": [bean.getName() for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()],
 }))
 spark.stop()
 """
 
 
-def probe_session(conf: dict[str, str]) -> tuple[dict, str]:
-    """get_session in a fresh Python (which starts its own JVM): what the JVM and the
-    session got, and the log."""
+def probe_session(conf: dict[str, str], **env: str) -> tuple[dict, str]:
+    """get_session in a fresh Python (which starts its own JVM), `env` added to its
+    environment: what the JVM and the session got, and the log."""
     result = subprocess.run(
         [sys.executable, "-c", SESSION_PROBE, json.dumps({"spark.ui.enabled": "false", **conf})],
-        capture_output=True, text=True, env=clean_env(PYTHONPATH=str(ROOT)), cwd=ROOT, timeout=300,
+        capture_output=True, text=True, env=clean_env(PYTHONPATH=str(ROOT), **env), cwd=ROOT, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
@@ -180,6 +183,21 @@ def test_a_session_started_in_local_mode_gets_a_share_of_the_machine_and_says_so
     assert len(notes) == 1 and f"{expected_local_driver_mb()}m" in notes[0] and "--driver-memory" in notes[0]
     # Wide rows: the columnar readers' batch is far below Spark's 4,096 rows.
     assert int(got["parquet_batch"]) <= 256 and int(got["orc_batch"]) <= 256
+
+
+def test_a_session_s_own_jvm_collects_with_the_parallel_collector():
+    got, _ = probe_session({})
+    assert sorted(got["collectors"]) == ["PS MarkSweep", "PS Scavenge"]
+
+
+@pytest.mark.parametrize("where", ["conf", "JAVA_TOOL_OPTIONS"])
+def test_a_collector_the_user_chose_is_the_one_the_jvm_runs(where):
+    """Two collectors make the JVM refuse to start: the session adds none of its own then."""
+    conf = {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseG1GC"} if where == "conf" else {}
+    env = {"JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC"} if where == "JAVA_TOOL_OPTIONS" else {}
+    got, _ = probe_session(conf, **env)
+    expected = ["G1 Old Generation", "G1 Young Generation"] if where == "conf" else ["Copy", "MarkSweepCompact"]
+    assert sorted(got["collectors"]) == expected
 
 
 def test_a_session_keeps_the_memory_and_batch_the_user_set():

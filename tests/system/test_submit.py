@@ -293,6 +293,38 @@ def test_submit_sh_and_the_session_give_the_driver_the_same_class_archive(case, 
         assert class_archive_options(env).split() == expected
 
 
+JVM_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+# case: (submit.sh's arguments, the environment, the same choice as get_session's conf)
+COLLECTOR_CASES = {
+    "none": ([], {}, {}),
+    "--driver-java-options": (["--driver-java-options", "-Xss4m -XX:+UseG1GC"], {},
+                              {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseG1GC"}),
+    "--conf": (["--conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC"], {},
+               {"spark.driver.extraJavaOptions": "-XX:+UseSerialGC"}),
+    "JAVA_TOOL_OPTIONS": ([], {"JAVA_TOOL_OPTIONS": "-XX:+UseZGC"}, {}),
+    # A collector's setting, not a choice of collector.
+    "not a collector": (["--driver-java-options", "-XX:+UseGCOverheadLimit"], {},
+                        {"spark.driver.extraJavaOptions": "-XX:+UseGCOverheadLimit"}),
+    "cluster driver": (["--master", "spark://127.0.0.1:9", "--deploy-mode", "cluster"], {}, None),
+}
+
+
+@pytest.mark.parametrize("case", list(COLLECTOR_CASES))
+def test_submit_sh_and_the_session_give_the_driver_the_parallel_collector_unless_one_is_chosen(case):
+    from simhash_udf.run.session import DRIVER_GC, driver_java_options
+
+    args, env, conf = COLLECTOR_CASES[case]
+    env = {**{name: "" for name in JVM_OPTION_VARIABLES}, **env}
+    spark_words, _ = split_command(dry_run([*args, "--input", "x", "--output", "y"], **env))
+    java = [v for n, v in zip(spark_words, spark_words[1:]) if n == "--driver-java-options"]
+    ours = DRIVER_GC in (java[0].split() if java else [])
+    # Added only where nothing chose a collector, and never for a driver on the cluster.
+    assert ours == (case in ("none", "not a collector"))
+    if conf is not None:
+        # python jobs/dedupe.py (get_session starting the JVM) decides alike.
+        assert (DRIVER_GC in driver_java_options(conf, environ=env).split()) == ours
+
+
 def test_the_default_class_archive_is_the_environments(tmp_path):
     """Without SIMHASH_CLASS_ARCHIVE, both look for driver-classes.jsa in the environment."""
     from simhash_udf.run.session import CLASS_ARCHIVE_NAME, class_archive_options
