@@ -1,4 +1,5 @@
-"""bench/tables.py, bench/runners.py and bench/machine.py: the helpers every benchmark shares.
+"""bench/tables.py, bench/runners.py and bench/machine.py: the helpers every benchmark shares;
+and how bench/driver_gc.py picks each collector.
 
 Oracles: a markdown table is parsed back into its cells; sizes go through `fmt_n` and back;
 the interleaving is recorded by the methods themselves; cached inputs count their builds;
@@ -172,3 +173,18 @@ def test_tree_memory_counts_python_children_but_not_a_child_that_shares_its_pare
     assert memory.peak_python >= 100 * mb  # the Python child
     # The parent (300 MB) and the Python child (100 MB), not the forked helper's 300 MB again.
     assert 400 * mb <= memory.peak_total < 550 * mb, memory.peak_total / mb
+
+
+def test_driver_gc_runs_the_job_s_collector_and_g1_the_way_a_user_chooses_one():
+    """bench/driver_gc.py's two variants: nothing added for the job's own collector, and G1 put
+    where `run.session.gc_chosen` finds it, so the job then adds no collector of its own (two
+    would stop its JVM from starting; the JVM's own choice is tests/run/test_session.py's)."""
+    from bench import driver_gc
+    from simhash_udf.run.session import DRIVER_GC, driver_java_options
+
+    ours = driver_gc.collector_env(driver_gc.COLLECTORS["parallel"], "2g")
+    g1 = driver_gc.collector_env(driver_gc.COLLECTORS["g1"], "2g")
+    assert ours["PYSPARK_SUBMIT_ARGS"] == "--driver-memory 2g pyspark-shell"
+    assert DRIVER_GC in driver_java_options({}, environ=ours).split()
+    assert "-XX:+UseG1GC" in g1["PYSPARK_SUBMIT_ARGS"] and g1["PYSPARK_SUBMIT_ARGS"].endswith("pyspark-shell")
+    assert DRIVER_GC not in driver_java_options({}, environ=g1).split()
