@@ -1,8 +1,8 @@
 """Run every benchmark in bench/ and write bench/RESULTS.md: the one command (from the
 repository root; each benchmark runs as `python -m bench.<script>` in its own process).
 
-    .venv/bin/python -m bench.run_all            # sections 1-5 ~26 minutes on 2 cores; 6-9 (issue 14) add
-                                                 # ~30-40 with today's job (~25 with --recipe-big-mb 40)
+    .venv/bin/python -m bench.run_all            # sections 1-5 ~26 minutes on 2 cores; 6-9 (issue 14)
+                                                 # add ~23 (section 6 ~12 of them)
     .venv/bin/python -m bench.run_all --quick    # a few minutes: small samples and sizes
     .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only (the
                                                     # file keeps the others' figures)
@@ -228,12 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--join-sizes", default=None, help="python -m bench.join_scale --sizes (default 1M,4M,16M,64M)")
     parser.add_argument("--driver-memory", default="8g",
                         help="Spark driver memory of the join, skew and whole-job (6-9) runs")
-    parser.add_argument("--recipe-big-mb", type=float, default=None,
-                        help="job-throughput: the recipe's big input in MB (default the job's 200 MB; 40 saves "
-                        "~7 minutes)")
-    parser.add_argument("--big-repeats", type=int, default=1,
-                        help="job-throughput: runs of each method on the big inputs (one big run decides the "
-                        "cost per extra MB; more take ~2 minutes each per language)")
+    # The recipe's cost is linear in MB (a pandas UDF per document), so 40 MB measure its rate as
+    # well as the job's 200 MB, in a fifth of the time; the minutes saved pay for a second run
+    # of each big input, where one slow run once moved English's figure from ~5.2 to 3.1.
+    parser.add_argument("--recipe-big-mb", type=float, default=40,
+                        help="job-throughput: the recipe's big input in MB (default 40; 0: the job's 200 MB, "
+                        "~7 minutes more)")
+    parser.add_argument("--big-repeats", type=int, default=2,
+                        help="job-throughput: runs of each method on the big inputs (default 2: the cost per "
+                        "extra MB rests on their median; each more takes ~2 minutes per language)")
     parser.add_argument("--job-rev", default=None,
                         help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
     parser.add_argument("--job-base", default=None,
