@@ -53,8 +53,8 @@ LOCAL_DRIVER_MIN_MB = 1024
 LOCAL_DRIVER_MAX_MB = 8192
 
 # Class data sharing (the JDK's CDS): a run's driver JVM loads and verifies thousands of
-# Spark's classes, seconds of a small run (mapped from an archive, the sample takes 0.92x the job
-# time and 0.83x the wall time: bench/RESULTS.md section 9). A dynamic archive recorded by one run
+# Spark's classes, seconds of a small run (mapped from an archive, the sample takes 0.89x the job
+# time and 0.82x the wall time: bench/RESULTS.md section 9). A dynamic archive recorded by one run
 # (`-XX:ArchiveClassesAtExit`, done by ./quickstart.sh) lets later runs map them instead. It
 # lives in the environment (`sys.prefix`, submit.sh's $venv) because it is only valid for that
 # environment's jars: the JVM checks the class path against the archive and ignores a stale,
