@@ -11,8 +11,8 @@ the working tree's code), once per collector in every repeat, taking turns
   PYSPARK_SUBMIT_ARGS, the way a user picks another collector (the job then adds none);
 - serial (only when named in --collectors): `-XX:+UseSerialGC` the same way.
 Inputs: sample = examples/sample.jsonl (49 documents: start-up); en = bench/job_throughput.py's
-50 MB of English text (its big input's first 50 MB, distinct texts, a near copy of every tenth);
-zh = its 20 MB of Chinese text; fingerprints = bench/job_vs_join.py's 4M precomputed
+big input, 200 MB of English text (distinct texts, a near copy of every tenth); zh = the first
+50 MB of its Chinese one; fingerprints = bench/job_vs_join.py's 4M precomputed
 fingerprints (`--fingerprint-col`). Reported per input and collector: median wall seconds of the
 process, report.json's total_seconds, CPU seconds and peak resident memory of the process tree
 (driver JVM and Python workers), and each collector's ratio to g1; the job's counts must be the
@@ -49,7 +49,7 @@ def input_args(name: str, quick: bool) -> tuple[list[str], str]:
     if name == "sample":
         return ["--input", str(ROOT / "examples" / "sample.jsonl")], "examples/sample.jsonl, 49 documents"
     if name in ("en", "zh"):
-        mb = (2.0 if quick else 50.0) if name == "en" else (2.0 if quick else 20.0)
+        mb = 2.0 if quick else (200.0 if name == "en" else 50.0)
         item = next(i for i in job_throughput.build_inputs({name: (mb, mb)}) if i["size"] == "big")
         return (["--input", item["path"], "--format", "json"],
                 f"{item['mb']:.0f} MB of {'English' if name == 'en' else 'Chinese'} text, {item['documents']:,} documents")
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collectors", default="parallel,g1", help=f"some of {','.join(COLLECTORS)}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--driver-memory", default="8g")
-    parser.add_argument("--quick", action="store_true", help="2 MB texts and 200k fingerprints")
+    parser.add_argument("--quick", action="store_true", help="2 MB of text and 200k fingerprints")
     parser.add_argument("--write", type=Path, default=None, help="write the table here (e.g. bench/RESULTS-gc.md)")
     args = parser.parse_args(argv)
     args.inputs = [i for i in args.inputs.split(",") if i]

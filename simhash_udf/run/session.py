@@ -73,13 +73,13 @@ _JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
 # G1. In local mode the driver runs every task, and a batch job wants throughput, not short
 # pauses: G1's concurrent marking and write barriers take CPU from the two task threads of a
 # small machine. Measured by bench/driver_gc.py (the job as a process, local[2], driver 8g, the
-# two collectors taking turns, medians of 3; bench/RESULTS-gc.md): wall time 0.91x G1's on the
-# sample, 0.97x on 50 MB of English text, 0.98x on 4M precomputed fingerprints, the same counts.
-# The price: it grows the heap toward its cap sooner, so the peak resident memory was 0.5-0.9 GB
-# higher on the two larger inputs (the heap stays within the driver memory). A collector the user
-# chose anywhere the JVM reads its options (`gc_chosen`) is kept: two make the JVM refuse to
-# start ("Multiple garbage collectors selected"). submit.sh applies the same rule
-# (tests/system/test_submit.py).
+# two collectors taking turns, medians of 3; bench/RESULTS-gc.md): wall time 0.95x G1's on the
+# sample, 0.97x on 200 MB of English text, 0.96x on 4M precomputed fingerprints, the same counts
+# (an earlier run, with 50 MB of text: 0.91x, 0.97x, 0.98x). The price: it grows the heap toward
+# its cap sooner, so the peak resident memory was 0.3-1.0 GB higher on the two larger inputs
+# (the heap stays within the driver memory). A collector the user chose anywhere the JVM reads
+# its options (`gc_chosen`) is kept: two make the JVM refuse to start ("Multiple garbage
+# collectors selected"). submit.sh applies the same rule (tests/system/test_submit.py).
 DRIVER_GC = "-XX:+UseParallelGC"
 # A JVM option that selects (or deselects) a collector: -XX:+UseG1GC, -XX:-UseParallelGC, ...
 GC_OPTION = re.compile(r"-XX:[+-]Use\w*GC(?!\w)")
