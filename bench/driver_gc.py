@@ -89,7 +89,7 @@ def measure(args: argparse.Namespace) -> dict:
             def one_run(collector: str, name: str = name, job_args: list[str] = job_args):
                 def run() -> None:
                     env = collector_env(COLLECTORS[collector], args.driver_memory)
-                    results[collector].append(run_job(tree, job_args, CACHE / "driver-gc" / "out", args.driver_memory, env=env))
+                    results[collector].append(run_job(tree, job_args, output, args.driver_memory, env=env))
                     log(f"driver_gc: {name} {collector}: {results[collector][-1]['wall_s']:.1f} s wall")
                 return run
 
