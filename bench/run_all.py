@@ -1,8 +1,8 @@
 """Run every benchmark in bench/ and write bench/RESULTS.md: the one command (from the
 repository root; each benchmark runs as `python -m bench.<script>` in its own process).
 
-    .venv/bin/python -m bench.run_all            # sections 1-5 ~26 minutes on 2 cores; 6-9 (issue 14)
-                                                 # add ~23 (section 6 ~12 of them)
+    .venv/bin/python -m bench.run_all            # sections 1-5 ~33 minutes on 2 cores; 6-9 (issue 14)
+                                                 # add ~25 (section 6 ~13 of them)
     .venv/bin/python -m bench.run_all --quick    # a few minutes: small samples and sizes
     .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only (the
                                                     # file keeps the others' figures)
