@@ -188,3 +188,49 @@ def test_driver_gc_runs_the_job_s_collector_and_g1_the_way_a_user_chooses_one():
     assert DRIVER_GC in driver_java_options({}, environ=ours).split()
     assert "-XX:+UseG1GC" in g1["PYSPARK_SUBMIT_ARGS"] and g1["PYSPARK_SUBMIT_ARGS"].endswith("pyspark-shell")
     assert DRIVER_GC not in driver_java_options({}, environ=g1).split()
+
+
+def _stage(stage_id: int, status: str, records: int = 0) -> dict:
+    """A stage as Spark's REST API lists it (the fields join_scale reads)."""
+    return {"stageId": stage_id, "status": status, "shuffleWriteRecords": records,
+            "shuffleWriteBytes": 10 * records}
+
+
+def test_join_scale_counts_a_group_settled_when_its_reused_stages_show_as_skipped():
+    """A timed run that reuses a cached shuffle has stages that never run: the REST view lists
+    them as SKIPPED. The group is settled then (before, join_scale waited 10 s per run for
+    them to complete); shuffle is what its completed stages wrote, and a stage still running,
+    or not yet listed, keeps the group unsettled."""
+    from bench.join_scale import shuffle_written_if_settled
+
+    ids = {4, 5, 6, 7}
+    other_group = _stage(1, "COMPLETE", 1_000)
+    settled = [other_group, _stage(4, "COMPLETE", 30), _stage(5, "SKIPPED"), _stage(6, "SKIPPED"),
+               _stage(7, "COMPLETE", 12)]
+    assert shuffle_written_if_settled(ids, settled) == (42, 420)
+    assert shuffle_written_if_settled(ids, settled[:-1]) is None  # stage 7 not listed yet
+    running = [*settled[:-1], _stage(7, "ACTIVE", 5)]
+    assert shuffle_written_if_settled(ids, running) is None
+
+
+def test_run_all_profiles_trim_the_default_and_let_the_command_line_override_either():
+    """run_all's default leaves out the older sections and trims its baselines (its 30-minute
+    budget); --full runs everything at its largest; a setting given on the command line wins
+    over either profile's, as its docstring says."""
+    import argparse
+
+    from bench.run_all import DEFAULT, FULL, SECTIONS, resolve_profile
+
+    def args(**given) -> argparse.Namespace:
+        names = ("full", "sections", "join_sizes", "skew_sql_timeout", "recipe_big_mb", "recipe_repeats", "repeats")
+        return argparse.Namespace(**{name: given.get(name) for name in names})
+
+    assert resolve_profile(args()) == DEFAULT
+    assert resolve_profile(args(full=True)) == FULL
+    assert FULL.sections == SECTIONS and set(DEFAULT.sections) < set(SECTIONS)
+    assert {"job-throughput", "job-documents", "job-vs-join", "job-sample", "join", "skew"} <= set(DEFAULT.sections)
+    chosen = resolve_profile(args(full=True, sections="join, skew", join_sizes="1M", recipe_repeats=2, repeats=5))
+    assert chosen.sections == ("join", "skew") and chosen.join_sizes == "1M"
+    assert chosen.recipe_repeats == 2 and chosen.throughput_repeats == 5
+    assert chosen.skew_sql_timeout == FULL.skew_sql_timeout and chosen.sample_base
+    assert resolve_profile(args(skew_sql_timeout=10.0)).skew_sql_timeout == 10.0
