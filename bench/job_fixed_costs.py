@@ -1,7 +1,7 @@
 """Benchmark: the job's fixed costs, per document and per run (issue 14, targets 2 and 4).
 
     .venv/bin/python -m bench.job_fixed_costs [--quick] [--parts documents,sample] [--n 1000000]
-                                              [--sample-runs 3] [--rev HEAD] [--base REV]
+                                              [--sample-runs 3] [--rev HEAD] [--base REV | --no-base]
                                               [--driver-memory 8g]
 
 Prints a JSON document on stdout (bench/run_all.py renders its parts with `documents_lines` and
@@ -25,7 +25,8 @@ classes from a class data sharing archive, as after ./quickstart.sh (recorded af
 uncounted run into build/bench-cache/, so a stale one never counts), and the same job also runs
 without one (SIMHASH_CLASS_ARCHIVE=none), the two taking turns run by run: the table gives
 both and their ratio. With --base REV the other runs are that commit's job instead (with the
-archive: the archive is the environment's, not the commit's).
+archive: the archive is the environment's, not the commit's); with --no-base there are no other
+runs (bench/run_all.py's default, for its time budget).
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", default=None,
                         help="also run the sample with this commit's job (a git worktree), the two taking "
                              "turns; the table gives both medians and their ratio")
+    parser.add_argument("--no-base", action="store_true",
+                        help="the sample's runs with the class archive only: no second variant taking turns "
+                        "(neither the job without the archive nor --base's)")
     parser.add_argument("--driver-memory", default="8g", help="the documents run's driver memory (at most 8g)")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--json", type=Path, default=None)
@@ -215,17 +219,20 @@ def main(argv: list[str] | None = None) -> int:
         if "sample" in parts:
             archived = {"SIMHASH_CLASS_ARCHIVE": str(recorded_class_archive(tree, args))}
             with job_tree(args.base) as base:
-                if args.base:
+                if args.no_base:
+                    variants = {"head": (tree, archived)}
+                elif args.base:
                     report["base_label"] = f"base {(base.commit or '')[:10]}"
                     variants = {"base": (base, archived), "head": (tree, archived)}
                 else:
                     report["base_label"] = "without the class archive"
                     variants = {"base": (tree, {"SIMHASH_CLASS_ARCHIVE": "none"}), "head": (tree, archived)}
                 both = sample_runs(variants, args)
-            report["sample"] = {**both["head"], "base": both["base"],
-                                "ratio_total_seconds": ratio(both["head"]["median_total_seconds"],
-                                                             both["base"]["median_total_seconds"]),
-                                "ratio_wall_s": ratio(both["head"]["median_wall_s"], both["base"]["median_wall_s"])}
+            report["sample"] = both["head"] if args.no_base else {
+                **both["head"], "base": both["base"],
+                "ratio_total_seconds": ratio(both["head"]["median_total_seconds"],
+                                             both["base"]["median_total_seconds"]),
+                "ratio_wall_s": ratio(both["head"]["median_wall_s"], both["base"]["median_wall_s"])}
     return emit_report(report, started, args.json)
 
 
@@ -301,7 +308,7 @@ def sample_lines(report: dict, command: str) -> list[str]:
         f"`{command}` (job at {report['job_commit']}): `python jobs/dedupe.py --input examples/sample.jsonl` "
         f"(49 documents) as a process, local[2], driver memory 2g, {len(s['runs'])} runs; medians. The "
         "driver maps its classes from a class data sharing archive, as after ./quickstart.sh (recorded "
-        "by one uncounted run); the second row's runs took turns with these.",
+        "by one uncounted run)" + ("; the second row's runs took turns with these." if "base" in s else "."),
         "",
         "| runs | report total_seconds (runs) | median | process wall s (runs) | median | Spark jobs |",
         "|---:|---|---:|---|---:|---|",

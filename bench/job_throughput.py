@@ -2,7 +2,7 @@
 blog recipe and the published anchors (issue 14, target 1).
 
     .venv/bin/python -m bench.job_throughput [--quick] [--repeats 3] [--big-repeats 1]
-                                             [--recipe-big-mb 40] [--rev HEAD] [--driver-memory 4g]
+                                             [--recipe-big-mb 40] [--recipe-repeats 1] [--rev HEAD] [--driver-memory 4g]
                                              [--json out.json]
 
 Prints a JSON document on stdout (bench/run_all.py renders it with `section_lines`).
@@ -23,7 +23,9 @@ Methods, each a whole process (so each pays its start-up, which the cost per ext
   sketches, what the job's UDF computes per text) over the small input's texts, in batches of
   1,000, one process (one core): MB/s wall and MB per CPU-second, median of 3 after a warm-up.
 Every repeat runs each (language, size) with job then recipe; the small inputs --repeats
-times (default 3), the big ones --big-repeats times (default 1: a 200 MB run is minutes).
+times (default 3), the big ones --big-repeats times (default 1: a 200 MB run is minutes); the
+recipe at most --recipe-repeats times on each (a baseline 7-14x slower than the job: one run
+places it well enough, and its runs are the longest).
 --recipe-big-mb gives the recipe a smaller big input of its own (the first documents of the
 job's): its 200 MB runs are most of this benchmark's time, and its rate is linear in MB. Figures: medians; job and recipe MB/s per core per
 extra MB = (MB_big - MB_small) / (s_big - s_small) / 2 cores, on wall seconds (and on CPU
@@ -241,7 +243,8 @@ def measure(args: argparse.Namespace) -> dict:
                     continue
                 key = f"{item['language']}-{item['size']}"
                 for method in ("job", "recipe"):
-                    if method == "recipe" and (args.no_recipe or item["size"] not in ("small", recipe_big)):
+                    if method == "recipe" and (args.no_recipe or item["size"] not in ("small", recipe_big)
+                                               or repeat > (args.recipe_repeats or repeat)):
                         continue
                     if method == "job" and item["size"] == "recipe-big":
                         continue
@@ -264,6 +267,7 @@ def measure(args: argparse.Namespace) -> dict:
                 log(f"job_throughput: fingerprint function {item['language']}: "
                     f"{report['function'][item['language']]['mb_per_s']:.2f} MB/s")
     report["recipe_big_mb"] = args.recipe_big_mb
+    report["recipe_repeats"] = args.recipe_repeats
     report["summary"] = summarise(report)
     report["load_end"] = load_average()
     report["seconds"] = time.perf_counter() - started
@@ -333,7 +337,9 @@ def section_lines(report: dict, command: str) -> list[str]:
         SECTION_TITLE,
         "",
         f"`{command}` (job at {report['job_commit']}; small inputs {report['repeats']} runs, big "
-        f"{report['big_repeats']}, each (language, size) job then recipe in every repeat; medians; "
+        f"{report['big_repeats']}"
+        + (f", the recipe's at most {report['recipe_repeats']}" if report.get("recipe_repeats") else "")
+        + ", each (language, size) job then recipe in every repeat; medians; "
         + (f"the recipe's big input {report['recipe_big_mb']:g} MB instead of the job's; "
            if report.get("recipe_big_mb") else "")
         + f"{report['seconds']:.0f} s in all; load average {load_text(report['load_start'])} at its start, "
@@ -421,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", default=None, help="measure this commit's job (a git worktree) instead of the "
                         "working tree's")
     parser.add_argument("--no-recipe", action="store_true", help="skip the recipe (its big runs are the longest)")
+    parser.add_argument("--recipe-repeats", type=int, default=None,
+                        help="at most this many runs of the recipe on each input (default: as many as the job's)")
     parser.add_argument("--recipe-big-mb", type=float, default=None,
                         help="the recipe's big input in MB (default: the job's, 200 MB; the recipe's 200 MB "
                         "runs take ~6 min Chinese, ~4 min English: a smaller one reads its rate off a shorter run)")
