@@ -1,12 +1,11 @@
-"""Run every benchmark in bench/ and write bench/RESULTS.md: the one command (from the
+"""Run the benchmarks in bench/ and write bench/RESULTS.md: the one command (from the
 repository root; each benchmark runs as `python -m bench.<script>` in its own process).
 
-    .venv/bin/python -m bench.run_all            # sections 1-5 ~33 minutes on 2 cores; 6-9 (issue 14)
-                                                 # add ~25 (section 6 ~13 of them)
+    .venv/bin/python -m bench.run_all            # the default: under 30 minutes on 2 cores
+    .venv/bin/python -m bench.run_all --full     # every section at its largest, ~60 minutes
     .venv/bin/python -m bench.run_all --quick    # a few minutes: small samples and sizes
     .venv/bin/python -m bench.run_all --sections join,scaling   # some sections only (the
                                                     # file keeps the others' figures)
-    .venv/bin/python -m bench.run_all --sections job-throughput,job-documents,job-vs-join,job-sample
     .venv/bin/python -m bench.run_all --with-index   # also bench/index_lookup.py (slow; it
                                                     # writes its own bench/RESULTS-index.md)
 
@@ -14,15 +13,26 @@ Sections (in this order): fingerprint (bench/fingerprint_throughput.py), join
 (bench/join_scale.py: 1M-64M fingerprints against the plain band join), skew
 (bench/skew.py: the job on a template's pages, exact copies and a hot key), pipeline
 (bench/pipeline_throughput.py: the whole job, documents per second per core), scaling
-(bench/scaling_table.py: the cost model checked against counted candidates; a full run also
-rewrites the generated part of docs/scaling.md); then issue 14's whole job, run as a process
-(`python jobs/dedupe.py`): job-throughput (bench/job_throughput.py: MB/s per core per extra MB
-at 5 and 200 MB, beside the fingerprint function, the recipe and the anchors), job-documents
-(bench/job_fixed_costs.py: 1M short documents, per-document fixed costs, peak memory, stages),
-job-vs-join (bench/job_vs_join.py: the job on 4M and 16M fingerprints against the plain band
-join), job-sample (bench/job_fixed_costs.py: the sample's job time, 3 runs with the class
-archive and 3 without, taking turns). Sections 2-9 are rendered by bench/scale_sections.py (6-9
-by their scripts' own functions).
+(bench/scaling_table.py: the cost model checked against counted candidates; a run without
+--quick also rewrites the generated part of docs/scaling.md); then issue 14's whole job, run as
+a process (`python jobs/dedupe.py`): job-throughput (bench/job_throughput.py: MB/s per core per
+extra MB at 5 and 200 MB, beside the fingerprint function, the recipe and the anchors),
+job-documents (bench/job_fixed_costs.py: 1M short documents, per-document fixed costs, peak
+memory, stages), job-vs-join (bench/job_vs_join.py: the job on 4M and 16M fingerprints against
+the plain band join), job-sample (bench/job_fixed_costs.py: the sample's job time). Sections
+2-9 are rendered by bench/scale_sections.py (6-9 by their scripts' own functions).
+
+The default run (`DEFAULT`, ~28 minutes when last measured) is every section that judges
+issue 14's targets or its "nothing else slower" (join, skew, scaling, job-*), each at the size
+its targets name, with its baselines trimmed: the join at 1M-16M, the hot-key SQL join killed
+after 60 s (the job's own hot-key run takes ~45), the recipe once per input and at 20 MB beside
+the job's 200, the job's small inputs twice, the sample with the class archive only. `--full`
+(`FULL`) adds the fingerprint and pipeline sections (the fingerprint function alone, which
+job-throughput also measures as its control; the older documents-per-second table), the 64M
+join, a 300 s SQL timeout, the recipe as often as the job at 40 MB, and the sample without the
+class archive taking turns. A section a run leaves out keeps its figures from the last run
+that wrote it, credited to that run in the file's header. Options given on the command line
+override either profile's settings.
 
 Needs the `bench` extra (`pip install -e .[bench]`: the `simhash` and `rjieba` packages),
 `pip` and `apt-get` reachable for the corpora (see bench/corpora.py), Java 17 for Spark.
@@ -39,6 +49,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -60,6 +71,29 @@ TARGET_ZH = 15.0  # MB/s per core, with jieba's segmentation (issue 3)
 TARGET_EN = 30.0
 SECTIONS = ("fingerprint", "join", "skew", "pipeline", "scaling",
             "job-throughput", "job-documents", "job-vs-join", "job-sample")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a run measures and how hard: the sections, and the settings that set their time."""
+
+    sections: tuple[str, ...]
+    join_sizes: str | None  # bench/join_scale.py --sizes (None: its own, 1M-64M)
+    skew_sql_timeout: float  # seconds before the hot key's one-level SQL join is killed
+    recipe_big_mb: float  # job-throughput: the recipe's big input
+    recipe_repeats: int | None  # job-throughput: the recipe's runs per input (None: the job's)
+    throughput_repeats: int  # job-throughput: the job's runs on the small inputs
+    sample_base: bool  # job-sample: the job without the class archive, taking turns
+
+
+# Under 30 minutes on this 2-core machine (~28 when last measured): what judges issue 14.
+DEFAULT = Profile(sections=("join", "skew", "scaling", "job-throughput", "job-documents", "job-vs-join",
+                            "job-sample"),
+                  join_sizes="1M,4M,16M", skew_sql_timeout=60, recipe_big_mb=20, recipe_repeats=1,
+                  throughput_repeats=2, sample_base=False)
+# Every section at its largest (~60 minutes): the older tables and the biggest baselines too.
+FULL = Profile(sections=SECTIONS, join_sizes=None, skew_sql_timeout=300, recipe_big_mb=40, recipe_repeats=None,
+               throughput_repeats=3, sample_base=True)
 
 
 def single_table(results: dict, baseline_names: list[str], unit: str) -> list[str]:
@@ -217,33 +251,46 @@ def fingerprint_section(report: dict, command: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", action="store_true",
+                        help="every section at its largest (~60 minutes; the default run is under 30: see the "
+                        "module's docstring for what it trims)")
     parser.add_argument("--quick", action="store_true", help="small samples, for a smoke run")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="repeats of the fingerprint, join and pipeline methods (default 3) and of the job on "
+                        "job-throughput's small inputs (default 2; --full 3)")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark stages")
     parser.add_argument("--with-index", action="store_true",
                         help="also run bench/index_lookup.py (tens of minutes; writes bench/RESULTS-index.md)")
     parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
-    parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help=f"comma-separated sections to run (default all: {','.join(SECTIONS)})")
-    parser.add_argument("--join-sizes", default=None, help="python -m bench.join_scale --sizes (default 1M,4M,16M,64M)")
+    parser.add_argument("--sections", default=None,
+                        help=f"comma-separated sections to run (default: {','.join(DEFAULT.sections)}; "
+                        f"--full: all of {','.join(SECTIONS)})")
+    parser.add_argument("--join-sizes", default=None,
+                        help="python -m bench.join_scale --sizes (default 1M,4M,16M; --full 1M,4M,16M,64M)")
+    parser.add_argument("--skew-sql-timeout", type=float, default=None,
+                        help="seconds before skew's one-level SQL join is killed (default 60; --full 300)")
     parser.add_argument("--driver-memory", default="8g",
                         help="Spark driver memory of the join, skew and whole-job (6-9) runs")
-    # The recipe's cost is linear in MB (a pandas UDF per document), so 40 MB measure its rate as
-    # well as the job's 200 MB, in a fifth of the time; the minutes saved pay for a second run
-    # of each big input, where one slow run once moved English's figure from ~5.2 to 3.1.
-    parser.add_argument("--recipe-big-mb", type=float, default=40,
-                        help="job-throughput: the recipe's big input in MB (default 40; 0: the job's 200 MB, "
-                        "~7 minutes more)")
+    # The recipe's cost is linear in MB (a pandas UDF per document), so a small big input
+    # measures its rate as well as the job's 200 MB, in a fraction of the time.
+    parser.add_argument("--recipe-big-mb", type=float, default=None,
+                        help="job-throughput: the recipe's big input in MB (default 20; --full 40; 0: the job's "
+                        "200 MB, ~7 minutes more)")
+    parser.add_argument("--recipe-repeats", type=int, default=None,
+                        help="job-throughput: runs of the recipe on each input (default 1; --full as the job's)")
     parser.add_argument("--big-repeats", type=int, default=2,
-                        help="job-throughput: runs of each method on the big inputs (default 2: the cost per "
-                        "extra MB rests on their median; each more takes ~2 minutes per language)")
+                        help="job-throughput: runs of the job on the big inputs (default 2: the cost per "
+                        "extra MB rests on their median, and one slow run once moved English's figure from "
+                        "~5.2 to 3.1; each more takes ~2 minutes per language)")
     parser.add_argument("--job-rev", default=None,
                         help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
     parser.add_argument("--job-base", default=None,
                         help="section 9 runs the sample with this commit's job too, the two taking turns "
                         "(job_fixed_costs --base)")
     args = parser.parse_args(argv)
-    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    args.profile = resolve_profile(args)
+    args.repeats = 3 if args.repeats is None else args.repeats
+    sections = list(args.profile.sections)
     unknown = set(sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
@@ -281,8 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         body += lines
         timings[name] = time.perf_counter() - t0
 
-    command = (f"`python -m bench.run_all{' --quick' if args.quick else ''}"
-               f"{'' if args.sections == ','.join(SECTIONS) else ' --sections ' + args.sections}`")
+    command = f"`{' '.join(['python -m bench.run_all', *(argv if argv is not None else sys.argv[1:])])}`"
     this_run = f"{command} on {when}, commit {git_commit()}"
     # A run of some sections keeps the others' figures from the file so far (their writers
     # listed in the header) rather than dropping them.
@@ -315,6 +361,21 @@ def main(argv: list[str] | None = None) -> int:
     args.results.write_text("\n".join(lines))
     print(f"run_all: wrote {args.results} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return 0
+
+
+def resolve_profile(args: argparse.Namespace) -> Profile:
+    """The run's profile: --full's or the default, with every setting given on the command
+    line in its place."""
+    base = FULL if args.full else DEFAULT
+    given = {
+        "sections": tuple(s.strip() for s in args.sections.split(",") if s.strip()) if args.sections else None,
+        "join_sizes": args.join_sizes,
+        "skew_sql_timeout": args.skew_sql_timeout,
+        "recipe_big_mb": args.recipe_big_mb,
+        "recipe_repeats": args.recipe_repeats,
+        "throughput_repeats": args.repeats,
+    }
+    return replace(base, **{name: value for name, value in given.items() if value is not None})
 
 
 def memory_gib() -> float:

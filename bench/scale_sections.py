@@ -32,10 +32,10 @@ def _failed(title: str, module: str) -> list[str]:
 def join_run(args: argparse.Namespace) -> tuple[dict | None, list[str]]:
     script_args = ["--repeats", str(args.repeats), "--driver-memory", args.driver_memory,
                    "--json", str(CACHE / "join_scale.json")]
-    if args.join_sizes:
-        script_args += ["--sizes", args.join_sizes]
-    elif args.quick:
+    if args.quick and not args.join_sizes:
         script_args.append("--quick")
+    elif args.profile.join_sizes:
+        script_args += ["--sizes", args.profile.join_sizes]
     CACHE.mkdir(parents=True, exist_ok=True)
     report = run_module_json("join_scale", script_args)
     title = "## 2. Join: 1M to 64M fingerprints, ours against the plain band join"
@@ -115,7 +115,7 @@ def join_targets(report: dict) -> list[str]:
                    if g is not None else "fewer than two sizes of 4M and above | |"))
     e64 = next((e for e in results if e["n"] == 64_000_000), None)
     if e64 is None:
-        rows.append("| 64M completes with the driver at most 8 GB | not run | |")
+        rows.append("| 64M completes with the driver at most 8 GB | not run (`run_all --full` runs it) | |")
     else:
         o = e64["ours"]
         rows.append(f"| 64M completes with the driver at most 8 GB | {o.get('status')}"
@@ -127,7 +127,8 @@ def join_targets(report: dict) -> list[str]:
 # ---------------------------------------------------------------- 3. skew
 
 def skew_run(args: argparse.Namespace) -> list[str]:
-    script_args = ["--driver-memory", args.driver_memory] + (["--quick"] if args.quick else [])
+    script_args = (["--driver-memory", args.driver_memory, "--sql-timeout", f"{args.profile.skew_sql_timeout:g}"]
+                   + (["--quick"] if args.quick else []))
     report = run_module_json("skew", script_args)
     title = "## 3. Skew: a template's pages, exact copies, a hot key"
     if report is None:
@@ -257,18 +258,23 @@ def scaling_run(args: argparse.Namespace, join_report: dict | None) -> list[str]
 def _job_args(args: argparse.Namespace) -> list[str]:
     """What every issue-14 section passes on: the driver memory and, when given, the commit
     whose job is measured (run_all's --job-rev)."""
-    return ["--driver-memory", args.driver_memory] + (["--rev", args.job_rev] if getattr(args, "job_rev", None) else [])
+    return ["--driver-memory", args.driver_memory] + (["--rev", args.job_rev] if args.job_rev else [])
 
 
 def job_throughput_run(args: argparse.Namespace) -> list[str]:
     """Section 6: bench/job_throughput.py (the job's MB/s per core per extra MB)."""
     from bench.job_throughput import SECTION_TITLE, section_lines
 
-    script_args = (["--quick", "--repeats", "1"] if args.quick else ["--repeats", str(args.repeats)]) + _job_args(args)
-    if getattr(args, "recipe_big_mb", None) and not args.quick:
-        script_args += ["--recipe-big-mb", f"{args.recipe_big_mb:g}"]
-    if getattr(args, "big_repeats", 1) > 1 and not args.quick:
-        script_args += ["--big-repeats", str(args.big_repeats)]
+    profile = args.profile
+    script_args = (["--quick", "--repeats", "1"] if args.quick
+                   else ["--repeats", str(profile.throughput_repeats)]) + _job_args(args)
+    if not args.quick:
+        if profile.recipe_big_mb:
+            script_args += ["--recipe-big-mb", f"{profile.recipe_big_mb:g}"]
+        if profile.recipe_repeats:
+            script_args += ["--recipe-repeats", str(profile.recipe_repeats)]
+        if args.big_repeats > 1:
+            script_args += ["--big-repeats", str(args.big_repeats)]
     report = run_module_json("job_throughput", script_args)
     if report is None:
         return _failed(SECTION_TITLE, "job_throughput")
@@ -298,11 +304,15 @@ def job_vs_join_run(args: argparse.Namespace) -> list[str]:
 
 
 def job_sample_run(args: argparse.Namespace) -> list[str]:
-    """Section 9: bench/job_fixed_costs.py's sample part (the sample's job time, 3 runs with the class archive and 3 without)."""
+    """Section 9: bench/job_fixed_costs.py's sample part (the sample's job time: 3 runs with the
+    class archive, taking turns with 3 without it when the profile asks, or with --job-base's)."""
     from bench.job_fixed_costs import SAMPLE_TITLE, sample_lines
 
-    script_args = (["--parts", "sample"] + (["--quick"] if args.quick else []) + _job_args(args)
-                   + (["--base", args.job_base] if getattr(args, "job_base", None) else []))
+    if args.job_base:
+        other = ["--base", args.job_base]
+    else:
+        other = [] if args.profile.sample_base else ["--no-base"]
+    script_args = ["--parts", "sample"] + (["--quick"] if args.quick else []) + _job_args(args) + other
     report = run_module_json("job_fixed_costs", script_args)
     if report is None:
         return _failed(SAMPLE_TITLE, "job_fixed_costs")
