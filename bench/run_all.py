@@ -22,15 +22,16 @@ memory, stages), job-vs-join (bench/job_vs_join.py: the job on 4M and 16M finger
 the plain band join), job-sample (bench/job_fixed_costs.py: the sample's job time). Sections
 2-9 are rendered by bench/scale_sections.py (6-9 by their scripts' own functions).
 
-The default run (`DEFAULT`, ~28 minutes when last measured) is every section that judges
-issue 14's targets or its "nothing else slower" (join, skew, scaling, job-*), each at the size
-its targets name, with its baselines trimmed: the join at 1M-16M, the hot-key SQL join killed
-after 60 s (the job's own hot-key run takes ~45), the recipe once per input and at 20 MB beside
-the job's 200, the job's small inputs twice, the sample with the class archive only. `--full`
+The default run (`DEFAULT`, ~25 minutes when last measured) is every section that judges
+issue 14's targets or its "nothing else slower" (join, skew, job-*), each at the size its
+targets name, with its baselines trimmed: the join at 1M-16M, the hot-key SQL join killed after
+60 s (the job's own hot-key run takes ~45), the recipe once per input and at 20 MB beside the
+job's 200, the job's small inputs twice, the sample with the class archive only. `--full`
 (`FULL`) adds the fingerprint and pipeline sections (the fingerprint function alone, which
 job-throughput also measures as its control; the older documents-per-second table), the 64M
-join, a 300 s SQL timeout, the recipe as often as the job at 40 MB, and the sample without the
-class archive taking turns. A section a run leaves out keeps its figures from the last run
+join and the scaling section calibrated on it (which rewrites docs/scaling.md), a 300 s SQL
+timeout, the recipe as often as the job at 40 MB, and the sample without the class archive
+taking turns. A section a run leaves out keeps its figures from the last run
 that wrote it, credited to that run in the file's header. Options given on the command line
 override either profile's settings.
 
@@ -86,9 +87,8 @@ class Profile:
     sample_base: bool  # job-sample: the job without the class archive, taking turns
 
 
-# Under 30 minutes on this 2-core machine (~28 when last measured): what judges issue 14.
-DEFAULT = Profile(sections=("join", "skew", "scaling", "job-throughput", "job-documents", "job-vs-join",
-                            "job-sample"),
+# Under 30 minutes on this 2-core machine (~25 when last measured): what judges issue 14.
+DEFAULT = Profile(sections=("join", "skew", "job-throughput", "job-documents", "job-vs-join", "job-sample"),
                   join_sizes="1M,4M,16M", skew_sql_timeout=60, recipe_big_mb=20, recipe_repeats=1,
                   throughput_repeats=2, sample_base=False)
 # Every section at its largest (~60 minutes): the older tables and the biggest baselines too.
