@@ -19,8 +19,10 @@ a process (`python jobs/dedupe.py`): job-throughput (bench/job_throughput.py: MB
 extra MB at 5 and 200 MB, beside the fingerprint function, the recipe and the anchors),
 job-documents (bench/job_fixed_costs.py: 1M short documents, per-document fixed costs, peak
 memory, stages), job-vs-join (bench/job_vs_join.py: the job on 4M and 16M fingerprints against
-the plain band join), job-sample (bench/job_fixed_costs.py: the sample's job time). Sections
-2-9 are rendered by bench/scale_sections.py (6-9 by their scripts' own functions).
+the plain band join), job-sample (bench/job_fixed_costs.py: the sample's job time), job-html
+(bench/job_html.py: pages/s per core per extra page on real pages' markup, beside extraction
+alone; skipped when ../shared/data is absent). Sections 2-10 are rendered by
+bench/scale_sections.py (6-10 by their scripts' own functions).
 
 The default run (`DEFAULT`, ~25 minutes when last measured) is every section that judges
 issue 14's targets or its "nothing else slower" (join, skew, job-*), each at the size its
@@ -71,7 +73,7 @@ PACKAGES = ("pyspark", "jieba", "rjieba", "simhash", "xxhash", "numpy", "pyarrow
 TARGET_ZH = 15.0  # MB/s per core, with jieba's segmentation (issue 3)
 TARGET_EN = 30.0
 SECTIONS = ("fingerprint", "join", "skew", "pipeline", "scaling",
-            "job-throughput", "job-documents", "job-vs-join", "job-sample")
+            "job-throughput", "job-documents", "job-vs-join", "job-sample", "job-html")
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ class Profile:
 
 
 # Under 30 minutes on this 2-core machine (~25 when last measured): what judges issue 14.
-DEFAULT = Profile(sections=("join", "skew", "job-throughput", "job-documents", "job-vs-join", "job-sample"),
+DEFAULT = Profile(sections=("join", "skew", "job-throughput", "job-documents", "job-vs-join", "job-sample",
+                            "job-html"),
                   join_sizes="1M,4M,16M", skew_sql_timeout=60, recipe_big_mb=20, recipe_repeats=1,
                   throughput_repeats=2, sample_base=False)
 # Every section at its largest (~60 minutes): the older tables and the biggest baselines too.
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skew-sql-timeout", type=float, default=None,
                         help="seconds before skew's one-level SQL join is killed (default 60; --full 300)")
     parser.add_argument("--driver-memory", default="8g",
-                        help="Spark driver memory of the join, skew and whole-job (6-9) runs")
+                        help="Spark driver memory of the join, skew and whole-job (6-10) runs")
     # The recipe's cost is linear in MB (a pandas UDF per document), so a small big input
     # measures its rate as well as the job's 200 MB, in a fraction of the time.
     parser.add_argument("--recipe-big-mb", type=float, default=None,
@@ -283,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                         "extra MB rests on their median, and one slow run once moved English's figure from "
                         "~5.2 to 3.1; each more takes ~2 minutes per language)")
     parser.add_argument("--job-rev", default=None,
-                        help="sections 6-9 measure this commit's job (a git worktree) instead of the working tree's")
+                        help="sections 6-10 measure this commit's job (a git worktree) instead of the working tree's")
     parser.add_argument("--job-base", default=None,
                         help="section 9 runs the sample with this commit's job too, the two taking turns "
                         "(job_fixed_costs --base)")
@@ -317,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         "job-documents": lambda: scale_sections.job_documents_run(args),
         "job-vs-join": lambda: scale_sections.job_vs_join_run(args),
         "job-sample": lambda: scale_sections.job_sample_run(args),
+        "job-html": lambda: scale_sections.job_html_run(args),
     }
     for name in SECTIONS:  # in this order: scaling after join
         if name not in sections:

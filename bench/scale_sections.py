@@ -253,7 +253,7 @@ def scaling_run(args: argparse.Namespace, join_report: dict | None) -> list[str]
     return lines
 
 
-# ---------------------------------------------------------------- 6-9. the whole job (issue 14)
+# ---------------------------------------------------------------- 6-10. the whole job (issue 14)
 
 def _job_args(args: argparse.Namespace) -> list[str]:
     """What every issue-14 section passes on: the driver memory and, when given, the commit
@@ -317,3 +317,14 @@ def job_sample_run(args: argparse.Namespace) -> list[str]:
     if report is None:
         return _failed(SAMPLE_TITLE, "job_fixed_costs")
     return sample_lines(report, command_text("job_fixed_costs", script_args))
+
+
+def job_html_run(args: argparse.Namespace) -> list[str]:
+    """Section 10: bench/job_html.py (the job on HTML pages, pages/s per core per extra page)."""
+    from bench.job_html import SECTION_TITLE, section_lines
+
+    script_args = (["--quick"] if args.quick else []) + _job_args(args)
+    report = run_module_json("job_html", script_args)
+    if report is None:
+        return _failed(SECTION_TITLE, "job_html")
+    return section_lines(report, command_text("job_html", script_args))
