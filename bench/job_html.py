@@ -41,7 +41,7 @@ from pathlib import Path
 from bench.commit_cost import write_rows
 from bench.datasets import load_aeb
 from bench.job_runs import CORES, JobTree, emit_report, job_env, job_tree, last_json_line, run_job, working_tree_commit
-from bench.job_throughput import median, per_core_rate, verdict
+from bench.job_throughput import finite, fmt, median, per_core_rate, verdict
 from bench.machine import load_average
 from bench.runners import CACHE as BENCH_CACHE
 from bench.runners import ROOT, log
@@ -220,11 +220,12 @@ def section_lines(report: dict, command: str) -> list[str]:
                      f"{seconds_list([r['wall_s'] for r in ok])} | {seconds_list([r['cpu_s'] for r in ok])} | "
                      f"{peak:,.0f} |")
     stages = sorted(summary.get("stage_s_per_extra_page", {}).items(), key=lambda kv: -kv[1])
+    rate = finite(rate)
     lines += [
         "",
-        f"- The job: **{rate:.1f} pages/s per core per extra page** ({summary['pages_per_cpu_s']:.1f} per "
-        f"CPU-second); extraction alone {extraction['pages_per_s']:.1f} pages/s in one process "
-        f"({extraction['pages_per_cpu_s']:.1f} per CPU-second)." if rate is not None and rate == rate
+        f"- The job: **{rate:.1f} pages/s per core per extra page** ({fmt(summary.get('pages_per_cpu_s'), '.1f')} "
+        f"per CPU-second); extraction alone {extraction['pages_per_s']:.1f} pages/s in one process "
+        f"({extraction['pages_per_cpu_s']:.1f} per CPU-second)." if rate is not None
         else "- The job: no cost per extra page could be read off (a run failed, or the big one was not slower).",
         "- The job's stages, milliseconds per extra page (report.json `stage_seconds`, big minus small): "
         + ", ".join(f"{name} {1000 * s:.2f}" for name, s in stages[:8] if s > 0) + ".",
@@ -234,7 +235,8 @@ def section_lines(report: dict, command: str) -> list[str]:
         "| target | measured | verdict |",
         "|---|---|---|",
         f"| English HTML pages, at least {TARGET_PAGES_S:.0f} pages/s per core end to end with `--extract main` "
-        f"(per extra page) | {rate:.1f}; extraction alone {extraction['pages_per_s']:.1f} | {verdict(rate, TARGET_PAGES_S)} |",
+        f"(per extra page) | {fmt(rate, '.1f')}; extraction alone {extraction['pages_per_s']:.1f} | "
+        f"{verdict(rate, TARGET_PAGES_S)} |",
         "",
     ]
     return lines

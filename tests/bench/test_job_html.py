@@ -81,6 +81,15 @@ def test_the_rate_per_extra_page_and_the_stages_per_extra_page_are_worked_out_by
     assert job_html.summarise(report) == {}
 
 
+def test_a_run_whose_rate_could_not_be_read_off_says_so_and_is_not_judged():
+    report = {"job_commit": "abc", "repeats": 1, "seconds": 1.0, "load_start": [0, 0, 0], "load_end": [0, 0, 0],
+              "driver_memory": "2g", "inputs": [{"size": "small", "pages": 10, "mb": 1.0}],
+              "runs": {"small": [{"failed": "x"}]}, "summary": {},
+              "extraction": {"pages_per_s": 50.0, "pages_per_cpu_s": 50.0}}
+    text = "\n".join(job_html.section_lines(report, "cmd"))
+    assert "no cost per extra page could be read off" in text and "| not measured |" in text
+
+
 def test_a_skipped_run_says_so_in_its_section():
     lines = job_html.section_lines({"skipped": "shared/data/web/aeb not found beside the repository"}, "cmd")
     assert lines[0] == job_html.SECTION_TITLE and "skipped: shared/data/web/aeb not found" in lines[2]
