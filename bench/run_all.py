@@ -24,10 +24,10 @@ the plain band join), job-sample (bench/job_fixed_costs.py: the sample's job tim
 alone; skipped when ../shared/data is absent). Sections 2-10 are rendered by
 bench/scale_sections.py (6-10 by their scripts' own functions).
 
-The default run (`DEFAULT`, ~25 minutes when last measured) is every section that judges
+The default run (`DEFAULT`, ~28 minutes when last measured) is every section that judges
 issue 14's targets or its "nothing else slower" (join, skew, job-*), each at the size its
 targets name, with its baselines trimmed: the join at 1M-16M, the hot-key SQL join killed after
-60 s (the job's own hot-key run takes ~45), the recipe once per input and at 20 MB beside the
+60 s (the job's own hot-key run takes ~40), the recipe once per input and at 20 MB beside the
 job's 200, the job's small inputs twice, the sample with the class archive only. `--full`
 (`FULL`) adds the fingerprint and pipeline sections (the fingerprint function alone, which
 job-throughput also measures as its control; the older documents-per-second table), the 64M
@@ -89,7 +89,7 @@ class Profile:
     sample_base: bool  # job-sample: the job without the class archive, taking turns
 
 
-# Under 30 minutes on this 2-core machine (~25 when last measured): what judges issue 14.
+# Under 30 minutes on this 2-core machine (~28 when last measured): what judges issue 14.
 DEFAULT = Profile(sections=("join", "skew", "job-throughput", "job-documents", "job-vs-join", "job-sample",
                             "job-html"),
                   join_sizes="1M,4M,16M", skew_sql_timeout=60, recipe_big_mb=20, recipe_repeats=1,
