@@ -58,7 +58,7 @@ TARGET_PAGES_S = 250.0  # per core, end to end, --extract main
 SECTION_TITLE = "## 10. The job on HTML pages: pages/s per core per extra page (issue 14)"
 
 PARAGRAPH = re.compile(r"(<p\b[^>]*>)(.*?)(</p>)", re.S | re.I)
-MIN_PARAGRAPHS = 3  # a manual page with fewer has too little article to stand for one
+MIN_PARAGRAPHS = 3  # a page with fewer has too little article to stand for one
 
 # Run in the job's tree on one input: main-content extraction alone, one process.
 EXTRACTION = """
