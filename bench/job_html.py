@@ -41,7 +41,7 @@ from pathlib import Path
 from bench.commit_cost import write_rows
 from bench.datasets import load_aeb
 from bench.job_runs import CORES, JobTree, emit_report, job_env, job_tree, last_json_line, run_job, working_tree_commit
-from bench.job_throughput import finite, fmt, median, per_core_rate, verdict
+from bench.job_throughput import finite, fmt, median, per_core_rate, stage_seconds_per_extra, verdict
 from bench.machine import load_average
 from bench.runners import CACHE as BENCH_CACHE
 from bench.runners import ROOT, log
@@ -146,16 +146,11 @@ def summarise(report: dict) -> dict:
         return {}
     wall = {size: median([r["wall_s"] for r in ok[size]]) for size in ok}
     cpu = {size: median([r["cpu_s"] for r in ok[size]]) for size in ok}
-    extra = pages["big"] - pages["small"]
-    stages = dict.fromkeys(s for size in ok for r in ok[size] for s in r["stage_seconds"])
     return {
         "wall_s": wall, "cpu_s": cpu,
         "pages_per_s_per_core": per_core_rate((pages["small"], wall["small"]), (pages["big"], wall["big"])),
         "pages_per_cpu_s": per_core_rate((pages["small"], cpu["small"]), (pages["big"], cpu["big"]), cores=1),
-        "stage_s_per_extra_page": {
-            s: (median([r["stage_seconds"].get(s, 0.0) for r in ok["big"]])
-                - median([r["stage_seconds"].get(s, 0.0) for r in ok["small"]])) / extra
-            for s in stages},
+        "stage_s_per_extra_page": stage_seconds_per_extra(ok["small"], ok["big"], pages["big"] - pages["small"]),
     }
 
 

@@ -114,6 +114,16 @@ def per_core_rate(small: tuple[float, float], big: tuple[float, float], cores: i
     return (mb_big - mb_small) / extra / cores if extra > 0 else float("nan")
 
 
+def stage_seconds_per_extra(small_runs: list[dict], big_runs: list[dict], extra: float) -> dict[str, float]:
+    """Each stage's seconds per extra unit (MB, page) between two sizes: the median of its
+    report.json `stage_seconds` over the big runs minus that over the small runs, divided by
+    `extra`; a stage missing from a run counts 0 there."""
+    stages = dict.fromkeys(s for r in [*small_runs, *big_runs] for s in r["stage_seconds"])
+    return {s: (median([r["stage_seconds"].get(s, 0.0) for r in big_runs])
+                - median([r["stage_seconds"].get(s, 0.0) for r in small_runs])) / extra
+            for s in stages}
+
+
 def english_paragraphs(pages: list[str]) -> list[str]:
     """The English corpus as text paragraphs: each page through `html_to_text`, split at its
     newlines, blank lines dropped."""
@@ -297,11 +307,7 @@ def summarise(report: dict) -> dict:
                 "mb_per_cpu_s": per_core_rate((small, cpu["small"]), (big, cpu["big"]), cores=1),
             }
             if method == "job":
-                stages = dict.fromkeys(s for size in ok for r in ok[size] for s in r["stage_seconds"])
-                methods[method]["stage_s_per_extra_mb"] = {
-                    s: (median([r["stage_seconds"].get(s, 0.0) for r in ok["big"]])
-                        - median([r["stage_seconds"].get(s, 0.0) for r in ok["small"]])) / (big - small)
-                    for s in stages}
+                methods[method]["stage_s_per_extra_mb"] = stage_seconds_per_extra(ok["small"], ok["big"], big - small)
         function = report["function"].get(language)
         job, job_cpu = (methods.get("job", {}).get(k) for k in ("mb_per_s_per_core", "mb_per_cpu_s"))
         out[language] = {

@@ -167,7 +167,12 @@ def shuffle_written_if_settled(stage_ids: set[int], stages: list[dict]) -> tuple
     seen = {s["stageId"]: s for s in stages if s["stageId"] in stage_ids}
     if set(seen) != stage_ids or any(s["status"] not in SETTLED_STAGES for s in seen.values()):
         return None
-    done = [s for s in seen.values() if s["status"] == "COMPLETE"]
+    return _completed_shuffle(stage_ids, stages)
+
+
+def _completed_shuffle(stage_ids: set[int], stages: list[dict]) -> tuple[int, int]:
+    """(records, bytes) of shuffle written by those of `stage_ids` the REST view shows COMPLETE."""
+    done = [s for s in stages if s["stageId"] in stage_ids and s["status"] == "COMPLETE"]
     return (sum(s.get("shuffleWriteRecords", 0) for s in done),
             sum(s.get("shuffleWriteBytes", 0) for s in done))
 
@@ -192,9 +197,7 @@ def _shuffle_written(spark: object, group: str) -> tuple[int, int]:
     # Still unsettled after 10 s: count the stages that completed, and say so.
     print(f"join_scale: not every stage of {group} settled in the REST view; its shuffle figures "
           "count the completed ones", file=sys.stderr)
-    complete = [s for s in stages if s["stageId"] in stage_ids and s["status"] == "COMPLETE"]
-    return (sum(s.get("shuffleWriteRecords", 0) for s in complete),
-            sum(s.get("shuffleWriteBytes", 0) for s in complete))
+    return _completed_shuffle(stage_ids, stages)
 
 
 def worker(args: argparse.Namespace) -> int:
