@@ -34,6 +34,7 @@ Pure Python, no Spark: the benchmarks use these functions as the job does.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from simhash_udf.core.config import ConfigError, VerifyConfig
@@ -103,12 +104,50 @@ def is_checked(length_a: int, length_b: int, policy: VerifyConfig) -> bool:
     return policy.below_chars is None or min(length_a, length_b) < policy.below_chars
 
 
+def carried_below(policy: VerifyConfig) -> int | None:
+    """The length (characters, normalised) under which the job's one pass over the text keeps
+    a text for the check, or None: keep none.
+
+    Every pair the policy checks has a text under `below_chars`, and a text that short is
+    cheap to carry, so those texts ride along with the signatures and the check does not go
+    back to the input for them. None when the policy is off (no text is needed) or checks
+    every pair (`below_chars` None: carrying would keep the whole crawl; the few texts the
+    check needs are read again from the input instead).
+    """
+    if policy.threshold is None:
+        return None
+    return policy.below_chars
+
+
 def similarity(text_a: str, text_b: str, policy: VerifyConfig) -> float:
     """Jaccard similarity of two normalised texts' shingle sets (`policy.shingle`-grams)."""
     return jaccard(
         shingles(text_a, policy.shingle, normalised=True),
         shingles(text_b, policy.shingle, normalised=True),
     )
+
+
+def pair_verdict(
+    texts_a: Sequence[str], texts_b: Sequence[str], policy: VerifyConfig
+) -> tuple[bool, float | None, bool] | None:
+    """The check of one pair of fingerprints over their normalised texts (a fingerprint usually
+    has one text; texts colliding on all 64 bits give it several): (checked: some text pair is
+    checked, similarity: the largest of the checked text pairs' or None, kept: some text pair
+    is unchecked or reaches the threshold). None when a side has no text (the pair has no
+    text pair to judge it by). `short_text_check.scored_pairs` is the same rule in Spark."""
+    if not texts_a or not texts_b:
+        return None
+    checked, best, kept = False, None, False
+    for a in texts_a:
+        for b in texts_b:
+            if not is_checked(len(a), len(b), policy):
+                kept = True
+                continue
+            assert policy.threshold is not None
+            value = similarity(a, b, policy)
+            checked, best = True, value if best is None else max(best, value)
+            kept = kept or value >= policy.threshold
+    return checked, best, kept
 
 
 def keeps(text_a: str, text_b: str, policy: VerifyConfig) -> bool:

@@ -55,8 +55,9 @@ def run_stages(
         ("candidates", "the join's counts (candidate pairs, largest bucket; observed while it was stored) and its hot buckets"),
     ]
     if verify_texts and not fingerprint_col:
-        stages.append(("verify_texts", "pairs of short texts: normalise their texts again from the input, keep "
-                       "those whose shingles' Jaccard reaches --verify"))
+        stages.append(("verify_texts", "pairs of short texts: compare the texts the signatures carried (a longer "
+                       "text of such a pair normalised again from the input), keep those whose "
+                       "shingles' Jaccard reaches --verify"))
     if sketch_route and not fingerprint_col:
         stages += [
             ("sketch_nodes", "one MinHash sketch per distinct fingerprint"),

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
 
 from simhash_udf.core.config import DedupeConfig
+from simhash_udf.core.short_text_policy import carried_below
 from simhash_udf.files.inputs import DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
 from simhash_udf.files.json_csv import CORRUPT_COLUMN
 from simhash_udf.stages import udfs
@@ -194,7 +195,7 @@ def _keep_by(config: DedupeConfig) -> list[Column]:
     return [F.col(config.keep_by).alias("keep_by")] if config.keep_by else []
 
 
-def signed_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
+def signed_documents(documents: DataFrame, config: DedupeConfig, carry_short_texts: bool = False) -> DataFrame:
     """The one pass over the text: one small row per document, the text itself left behind.
 
     Returns `id`, [`keep_by`], `exact_key` (binary: SHA-256 of the normalised text's UTF-8,
@@ -204,7 +205,9 @@ def signed_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
     row's `_invalid_bytes` is: its bytes were repaired by `rejected_rows`), `extract_fallback`
     (bool: `--extract main` kept all visible text of an HTML page in which it found no main
     content), `reason` (`empty`: null, empty or whitespace only after normalisation;
-    `too_short`: fewer than min_features features, matched only exactly; else null).
+    `too_short`: fewer than min_features features, matched only exactly; else null),
+    `short_text` (string: the normalised text when `carry_short_texts` and it is shorter than
+    the short-text policy's `carried_below`, the only texts a later stage reads; else null).
 
     Decoding, extraction, normalisation, the exact key, the fingerprint and the sketch are one
     Arrow UDF per batch (`udfs.document_signatures`): no stage after this one reads or shuffles
@@ -219,7 +222,10 @@ def signed_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
     signed = documents.select(
         F.col(config.id_col).alias("id"),
         *_keep_by(config),
-        udfs.document_signatures(raw, config.html, config.extract, config.fingerprint, config.sketch).alias("s"),
+        udfs.document_signatures(
+            raw, config.html, config.extract, config.fingerprint, config.sketch,
+            carried_below(config.verify) if carry_short_texts else None,
+        ).alias("s"),
         repaired.alias("repaired"),
     )
     empty = F.col("s.exact_key").isNull()
@@ -234,6 +240,7 @@ def signed_documents(documents: DataFrame, config: DedupeConfig) -> DataFrame:
         (F.col("s.invalid_utf8") | F.col("repaired")).alias("invalid_utf8"),
         F.col("s.extract_fallback").alias("extract_fallback"),
         F.when(empty, F.lit(EMPTY)).when(F.col("s.fingerprint").isNull(), F.lit(TOO_SHORT)).alias("reason"),
+        F.col("s.short_text").alias("short_text"),
     )
 
 
@@ -251,7 +258,9 @@ def distinct_fingerprints(fingerprinted: DataFrame, signed: DataFrame | None) ->
     """One row per distinct fingerprint: `fingerprint`, `id` (the smallest id carrying it:
     the name pairs/ gives it), `chars` (int: the longest normalised text carrying it, what the
     short-text check asks; null for given fingerprints), `members` (long: the documents
-    carrying it, from which `clusters.cluster_assignment` reads the clusters of one fingerprint).
+    carrying it, from which `clusters.cluster_assignment` reads the clusters of one fingerprint),
+    `text_carried` (bool: every text carrying it is in `signed`'s `short_text`, so the
+    short-text check finds its texts there rather than in the input).
 
     fingerprinted: `id`, `fingerprint` (`fingerprinted_documents` or `given_fingerprints`);
     signed: `signed_documents`'s rows, or None when the input carried its fingerprints. One
@@ -262,8 +271,13 @@ def distinct_fingerprints(fingerprinted: DataFrame, signed: DataFrame | None) ->
     """
     source = signed if signed is not None else fingerprinted
     chars = F.max("chars") if signed is not None else F.lit(None).cast("int")
+    carried = (
+        F.bool_and(F.col("short_text").isNotNull())
+        if signed is not None and "short_text" in signed.columns else F.lit(False)
+    )
     return source.where(F.col("fingerprint").isNotNull()).groupBy("fingerprint").agg(
-        F.min("id").alias("id"), chars.alias("chars"), F.count(F.lit(1)).alias("members")
+        F.min("id").alias("id"), chars.alias("chars"), F.count(F.lit(1)).alias("members"),
+        carried.alias("text_carried"),
     )
 
 

@@ -79,7 +79,7 @@ class Finder(Protocol):
 
 
 def fingerprint_documents(
-    docs: DataFrame, config: DedupeConfig, stages: Stages
+    docs: DataFrame, config: DedupeConfig, stages: Stages, carry_short_texts: bool = False
 ) -> tuple[DataFrame, DataFrame | None]:
     """The stages up to every document's fingerprint (the start of every finder).
 
@@ -91,8 +91,10 @@ def fingerprint_documents(
     they are a projection of the documents, which are the input's own columns (Parquet) or
     its parsed copy (JSON, CSV), so reading them again costs what reading a copy would, and
     writing the copy was a pass over every document (4M fingerprints: 4-5 s).
+    carry_short_texts: keep the short texts the short-text check compares in `signed`
+    (`documents.signed_documents`), for a finder that runs the check.
     """
     if config.fingerprint_col:
         return documents.given_fingerprints(docs, config), None
-    signed = stages.materialise(SIGNATURES_STAGE, documents.signed_documents(docs, config))
+    signed = stages.materialise(SIGNATURES_STAGE, documents.signed_documents(docs, config, carry_short_texts))
     return documents.fingerprinted_documents(signed), signed

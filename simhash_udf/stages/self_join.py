@@ -30,7 +30,9 @@ class SelfJoinFinder:
 
     def find(self, docs: DataFrame, config: DedupeConfig, stages: Stages) -> NearDuplicates:
         """Every stage from checked input documents to clusters and pairs (see `Finder.find`)."""
-        fingerprinted, signed = fingerprint_documents(docs, config, stages)
+        # The short texts ride along with the signatures: the check compares them without
+        # going back to the input (short_text_check.texts_by_fingerprint).
+        fingerprinted, signed = fingerprint_documents(docs, config, stages, carry_short_texts=True)
         # Stored: read by the band join, the short-text check and pairs/ (its ids name the pairs).
         table = stages.materialise("distinct_fingerprints", documents.distinct_fingerprints(fingerprinted, signed))
         distinct = table.select("fingerprint")
@@ -62,14 +64,13 @@ class SelfJoinFinder:
             # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
             marked = stages.materialise(
                 "verify_texts", short_text_check.mark_pairs(fingerprint_pairs, table, config.verify),
-                observe={"needs_texts": F.count(F.when(F.col("needs_texts"), 1))},
+                observe={
+                    "needs_texts": F.count(F.when(F.col("needs_texts"), 1)),
+                    "needs_input": F.count(F.when(F.col("needs_input"), 1)),
+                },
             )
             if stages.observed["verify_texts"]["needs_texts"]:
-                scored = stages.materialise(
-                    "verify_texts", short_text_check.score_marked(marked, signed, docs, config),
-                    observe=short_text_check.totals(),
-                )
-                totals = stages.observed["verify_texts"]
+                scored, totals = _scored_pairs(marked, signed, docs, config, stages)
             else:
                 # No pair has a short text: none goes back to the input for its texts, and
                 # every pair is kept unchecked.
@@ -118,6 +119,34 @@ class SelfJoinFinder:
 
     def abort(self) -> None:
         pass
+
+
+def _scored_pairs(
+    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, stages: Stages
+) -> tuple[DataFrame, dict[str, int]]:
+    """The marked pairs scored (`short_text_check.score_marked`'s rows) and their
+    `short_text_check.totals()`, in stage verify_texts after `mark_pairs`' (its observed
+    `needs_texts` and `needs_input`). A few pairs whose texts the one pass all carried are
+    judged on the driver, their scores a view over the stored marks; else Spark judges and
+    stores them, reading the input again only when a pair has a text the one pass did not
+    carry (a short text paired with a longer one)."""
+    observed = stages.observed["verify_texts"]
+    needs_input = observed["needs_input"]
+    if not needs_input and short_text_check.few_enough_for_driver(observed["needs_texts"]):
+        with stages.timed("verify_texts"):
+            judged = short_text_check.scored_on_driver(marked, signed, config, stages.rows["verify_texts"])
+        if judged is not None:
+            return judged
+    if needs_input:
+        log.info(
+            "short-text check: %d pair(s) of a short and a longer text; the input is read again "
+            "for the longer texts", needs_input,
+        )
+    scored = stages.materialise(
+        "verify_texts", short_text_check.score_marked(marked, signed, docs, config, from_input=needs_input > 0),
+        observe=short_text_check.totals(),
+    )
+    return scored, stages.observed["verify_texts"]
 
 
 def _with_sketch_route(

@@ -5,8 +5,10 @@ Simhash says little about short texts, so a candidate pair whose shorter normali
 fewer than L characters is kept only when the Jaccard similarity of the two texts' shingle
 sets reaches T (`core/short_text_policy.keeps` is the same rule for one pair, in plain
 Python). `mark_pairs` marks the band join's pairs that need their texts, `score_marked`
-scores those against their texts (normalised again from the input for the few pairs that need
-them) before the connected components; `kept_pairs` keeps the survivors. Because the check may drop a pair, the
+scores those against their texts before the connected components, and `kept_pairs` keeps the
+survivors. The texts are the short ones the one pass carried (`documents.signed_documents`'
+`short_text`); a longer text in such a pair is normalised again from the input, which is read
+only when some pair has one. Because the check may drop a pair, the
 band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
 pairs with a short text are all listed and checked, so the clusters are the components of
 every pair within k that the policy keeps, whatever the row order. Exact copies share one
@@ -25,31 +27,42 @@ from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import DoubleType
 
 from simhash_udf.core.config import DedupeConfig, VerifyConfig
-from simhash_udf.core.short_text_policy import describe, similarity
+from simhash_udf.core.short_text_policy import describe, pair_verdict, similarity
 from simhash_udf.stages import udfs
 
 
-def texts_by_fingerprint(signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame) -> DataFrame:
+def texts_by_fingerprint(
+    signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame, from_input: bool = True
+) -> DataFrame:
     """The distinct normalised texts of `fingerprints`: `fingerprint` (long), `text`.
 
-    signed: `id`, `exact_key`, `fingerprint` (`documents.signed_documents`); docs: the checked
-    input rows (`config.id_col`, `config.text_col`); fingerprints: `fingerprint`. The run does
-    not carry its texts past the one pass over them, so the texts the check compares are
-    normalised again from the input: one document per distinct text, only those of the
-    fingerprints asked for (the few short texts in pairs, not the crawl). A fingerprint
-    usually has one text; texts that collide on all 64 bits give it several.
+    signed: `id`, `exact_key`, `fingerprint`, [`short_text`] (`documents.signed_documents`);
+    docs: the checked input rows (`config.id_col`, `config.text_col`); fingerprints:
+    `fingerprint`. A fingerprint usually has one text; texts that collide on all 64 bits give it
+    several. The run does not carry its texts past the one pass over them, except the short
+    ones the check compares (`short_text`): those are taken from `signed`. Any other text is
+    normalised again from the input, one document per distinct text, only when `from_input`:
+    a caller that knows every text asked for is carried (`mark_pairs`' `needs_input`) passes
+    False, and the input is not read at all (a scan of the whole crawl, HTML extraction
+    included, to compare a few short texts).
     """
+    short_text = F.col("short_text") if "short_text" in signed.columns else F.lit(None).cast("string")
     wanted = (
         signed.where(F.col("fingerprint").isNotNull())
         .join(fingerprints.select("fingerprint").distinct(), "fingerprint", "left_semi")
         .groupBy("exact_key", "fingerprint")
-        .agg(F.min("id").alias("id"))
+        # One normalised text per exact key, so any of its documents' short_text is the same.
+        .agg(F.min("id").alias("id"), F.min(short_text).alias("short_text"))
     )
+    carried = wanted.where(F.col("short_text").isNotNull()).select("fingerprint", F.col("short_text").alias("text"))
+    if not from_input:
+        return carried
+    missing = wanted.where(F.col("short_text").isNull()).select("id", "fingerprint")
     raw = docs.select(F.col(config.id_col).alias("id"), F.col(config.text_col).cast("binary").alias("raw"))
-    return raw.join(wanted, "id").select(
+    return carried.unionByName(raw.join(missing, "id").select(
         "fingerprint",
         udfs.normalised_text(F.col("raw"), config.html, config.extract).getField("text").alias("text"),
-    )
+    ))
 
 
 def checked_fingerprints(fingerprints: DataFrame, policy: VerifyConfig) -> DataFrame:
@@ -125,17 +138,34 @@ def kept_pairs(scored: DataFrame) -> DataFrame:
 
 def mark_pairs(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyConfig) -> DataFrame:
     """The band join's pairs with whether the policy needs their texts: `fp_a`, `fp_b`,
-    `distance`, `needs_texts` (bool: a fingerprint of the pair is checked, `checked_fingerprints`).
+    `distance`, `needs_texts` (bool: a fingerprint of the pair is checked, `checked_fingerprints`),
+    `needs_input` (bool: it needs texts and a fingerprint of the pair has a text the one pass
+    did not carry, so the check must read the input again).
 
-    pairs: `fp_a`, `fp_b`, `distance`; fingerprints: `fingerprint`, `chars`
+    pairs: `fp_a`, `fp_b`, `distance`; fingerprints: `fingerprint`, `chars`, [`text_carried`]
     (`documents.distinct_fingerprints`, holding every fingerprint of the pairs). A pair that
     needs no texts is kept unchecked, so a run whose pairs are all of long texts never goes
-    back to its input (`score_marked`)."""
-    flags = checked_fingerprints(fingerprints, policy)
-    checked_a = flags.select(F.col("fingerprint").alias("fp_a"), F.col("checked").alias("checked_a"))
-    checked_b = flags.select(F.col("fingerprint").alias("fp_b"), F.col("checked").alias("checked_b"))
-    return pairs.join(checked_a, "fp_a").join(checked_b, "fp_b").select(
-        "fp_a", "fp_b", "distance", (F.col("checked_a") | F.col("checked_b")).alias("needs_texts")
+    back to its input, nor one whose checked pairs are all of carried short texts (`score_marked`)."""
+    flags = checked_fingerprints(fingerprints, policy).join(
+        fingerprints.select(
+            "fingerprint",
+            F.col("text_carried") if "text_carried" in fingerprints.columns else F.lit(False).alias("text_carried"),
+        ),
+        "fingerprint",
+    )
+
+    def side(name: str) -> DataFrame:
+        return flags.select(
+            F.col("fingerprint").alias(f"fp_{name}"),
+            F.col("checked").alias(f"checked_{name}"),
+            F.coalesce(F.col("text_carried"), F.lit(False)).alias(f"carried_{name}"),
+        )
+
+    needs_texts = F.col("checked_a") | F.col("checked_b")
+    return pairs.join(side("a"), "fp_a").join(side("b"), "fp_b").select(
+        "fp_a", "fp_b", "distance",
+        needs_texts.alias("needs_texts"),
+        (needs_texts & ~(F.col("carried_a") & F.col("carried_b"))).alias("needs_input"),
     )
 
 
@@ -147,13 +177,68 @@ def unchecked(marked: DataFrame) -> DataFrame:
     )
 
 
-def score_marked(marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig) -> DataFrame:
+def score_marked(
+    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, from_input: bool = True
+) -> DataFrame:
     """`scored_pairs` of every `marked` pair (`mark_pairs`): those that need texts against their
-    texts normalised again from the input (`texts_by_fingerprint`), the others unchecked."""
+    texts (`texts_by_fingerprint`), the others unchecked. from_input: some marked pair
+    `needs_input`; False: every text needed was carried by the one pass, and the input is not read."""
     needing = marked.where("needs_texts").select("fp_a", "fp_b", "distance")
     wanted = needing.select(F.col("fp_a").alias("fingerprint")).union(needing.select(F.col("fp_b").alias("fingerprint")))
-    scored = scored_pairs(needing, texts_by_fingerprint(signed, docs, config, wanted), config.verify)
+    texts = texts_by_fingerprint(signed, docs, config, wanted, from_input)
+    scored = scored_pairs(needing, texts, config.verify)
     return scored.unionByName(unchecked(marked))
+
+
+# Up to this many pairs needing their texts, with every text carried by the one pass (so each
+# is shorter than --verify-below), the pairs and their texts are collected and judged on the
+# driver (`scored_on_driver`): the distributed query costs ~10 Spark jobs of shuffles, and a
+# query plan compiled for them, to judge a handful of pairs (2,000 HTML pages: 1.6 s for one
+# pair). Their documents are read by a filter on the stored signatures, one Spark job and no
+# shuffle; more than DRIVER_ROWS of them (a short text copied all over a crawl) go the
+# distributed way. Texts are under 300 characters by default: at most tens of MB.
+DRIVER_PAIRS = 10_000
+DRIVER_ROWS = 100_000
+
+SCORED_SCHEMA = "fp_a long, fp_b long, distance int, checked boolean, similarity double, kept boolean"
+
+
+def few_enough_for_driver(pairs: int) -> bool:
+    """Whether `pairs` pairs needing texts are judged on the driver (see DRIVER_PAIRS)."""
+    return pairs <= DRIVER_PAIRS
+
+
+def scored_on_driver(
+    marked: DataFrame, signed: DataFrame, config: DedupeConfig, marked_rows: int
+) -> tuple[DataFrame, dict[str, int]] | None:
+    """`score_marked`'s rows with the pairs needing texts judged on the driver by
+    `core/short_text_policy.pair_verdict` (the rule `scored_pairs` applies in Spark), and their
+    `totals()` as counted there: no Spark job stores or counts them. marked_rows: the marked
+    pairs' number. None when their fingerprints are carried by more than DRIVER_ROWS documents.
+    Only for marked pairs that need no input (`mark_pairs`' `needs_input` false for all: every
+    text is in signed's `short_text`) and are few (`few_enough_for_driver`)."""
+    needing = marked.where("needs_texts").select("fp_a", "fp_b", "distance").collect()
+    wanted = sorted({r["fp_a"] for r in needing} | {r["fp_b"] for r in needing})
+    rows = (
+        signed.where(F.col("fingerprint").isin(wanted)).select("fingerprint", "short_text")
+        .limit(DRIVER_ROWS + 1).collect()
+    )
+    if len(rows) > DRIVER_ROWS:
+        return None
+    texts: dict[int, list[str]] = {}
+    for fingerprint, text in sorted({(r["fingerprint"], r["short_text"]) for r in rows if r["short_text"] is not None}):
+        texts.setdefault(fingerprint, []).append(text)
+    scored = []
+    for pair in needing:
+        verdict = pair_verdict(texts.get(pair["fp_a"], []), texts.get(pair["fp_b"], []), config.verify)
+        if verdict is not None:  # as scored_pairs' joins: a pair without texts has no row
+            scored.append((pair["fp_a"], pair["fp_b"], pair["distance"], *verdict))
+    counted = {
+        "pairs": marked_rows - len(needing) + len(scored),
+        "checked": sum(1 for row in scored if row[3]),
+        "dropped": sum(1 for row in scored if not row[5]),
+    }
+    return marked.sparkSession.createDataFrame(scored, SCORED_SCHEMA).unionByName(unchecked(marked)), counted
 
 
 def totals() -> dict[str, Column]:

@@ -55,6 +55,7 @@ SIGNATURES_TYPE = StructType(
         StructField("sketch", BinaryType(), True),
         StructField("invalid_utf8", BooleanType(), True),
         StructField("extract_fallback", BooleanType(), True),
+        StructField("short_text", StringType(), True),
     ]
 )
 
@@ -87,23 +88,33 @@ def _normalise_values(raw: pd.Series, html: bool, extract: str) -> tuple[list[st
 
 
 def document_signatures(
-    raw_text: Column, html: bool, extract: str, config: FingerprintConfig, sketch: SketchConfig | None
+    raw_text: Column,
+    html: bool,
+    extract: str,
+    config: FingerprintConfig,
+    sketch: SketchConfig | None,
+    carry_below: int | None = None,
 ) -> Column:
     """The one pass over the text: struct<exact_key: binary, chars: int, fingerprint: long,
-    n_features: int, sketch: binary, invalid_utf8: boolean, extract_fallback: boolean> of a
-    binary (UTF-8 bytes) column.
+    n_features: int, sketch: binary, invalid_utf8: boolean, extract_fallback: boolean,
+    short_text: string> of a binary (UTF-8 bytes) column.
 
     Decode, extract (HTML), normalise, then `core/text_signatures.text_signatures`: the exact
     key (SHA-256 of the normalised text), its length in characters, fingerprint and sketch,
-    all null for an empty text. invalid_utf8 and extract_fallback as in `normalised_text`. The
-    text itself is not returned: no later stage needs it (the short-text check normalises the
-    few texts it compares again, `short_text_check.texts_by_fingerprint`).
+    all null for an empty text. invalid_utf8 and extract_fallback as in `normalised_text`.
+    short_text: the normalised text when it has fewer than `carry_below` characters
+    (`core/short_text_policy.carried_below`), else null: only the short-text check reads a
+    text after this pass, and only short ones (`short_text_check.texts_by_fingerprint`).
     """
 
     @pandas_udf(SIGNATURES_TYPE)  # type: ignore[call-overload]
     def signatures_batch(raw: pd.Series) -> pd.DataFrame:
         texts, invalid, fallbacks = _normalise_values(raw, html, extract)
         found = text_signatures(texts, config, sketch)
+        short = [
+            text if carry_below is not None and n is not None and n < carry_below else None
+            for text, n in zip(texts, found.chars)
+        ]
         return pd.DataFrame(
             {
                 "exact_key": found.exact_key,
@@ -113,6 +124,7 @@ def document_signatures(
                 "sketch": found.sketch,
                 "invalid_utf8": invalid,
                 "extract_fallback": fallbacks,
+                "short_text": short,
             }
         )
 

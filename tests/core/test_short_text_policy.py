@@ -10,7 +10,7 @@ import pytest
 from generators import VOCAB, brute_jaccard, brute_word_shingles
 
 from simhash_udf.core.config import ConfigError, VerifyConfig
-from simhash_udf.core.short_text_policy import is_checked, jaccard, keeps, parse_spec, shingles
+from simhash_udf.core.short_text_policy import is_checked, jaccard, keeps, pair_verdict, parse_spec, shingles
 
 
 def test_word_shingles_by_hand():
@@ -74,3 +74,35 @@ def test_rule_checks_only_short_pairs():
     assert keeps("river stone garden window", "river stone", policy) is False  # 1/3 bigrams
     assert keeps("river stone garden", "river stone", policy)  # 1/2 bigrams: at the threshold
     assert keeps("river stone garden window", "river stone garden", VerifyConfig(0.5, 100, 2))
+
+
+def test_pair_verdict_of_fingerprints_with_several_texts_against_written_out_cases():
+    """A pair of fingerprints is judged over every pair of their texts: checked if any text pair
+    is, its largest checked similarity, kept if any text pair is unchecked or passes."""
+    policy = VerifyConfig(threshold=0.5, below_chars=20, shingle=2)
+    assert pair_verdict(["river stone"], ["stone river"], policy) == (True, 0.0, False)
+    # 1/2 bigrams reach the threshold; 1/3 does not: one passing text pair keeps the pair.
+    assert pair_verdict(["river stone garden window", "river stone garden"], ["river stone"], policy) == (
+        True, 0.5, True)
+    # Both texts long: no text pair is checked, the pair is kept.
+    long_a, long_b = ("river " * 10).strip(), ("stone " * 10).strip()
+    assert pair_verdict([long_a], [long_b], policy) == (False, None, True)
+    # One text pair unchecked keeps the pair whatever the checked one says.
+    assert pair_verdict(["river stone", long_a], [long_b], policy) == (True, 0.0, True)
+    assert pair_verdict([], ["river"], policy) is None and pair_verdict(["river"], [], policy) is None
+
+
+def test_pair_verdict_of_one_text_each_is_keeps():
+    """With one text a side, the verdict's `kept` is `keeps`, for random texts and policies."""
+    rng = random.Random(5)
+    for _ in range(300):
+        policy = VerifyConfig(
+            threshold=rng.choice([0.3, 0.5, 0.8]), below_chars=rng.choice([None, 15, 40]), shingle=rng.randint(1, 3)
+        )
+        a = " ".join(rng.choice(VOCAB[:6]) for _ in range(rng.randint(1, 12)))
+        b = " ".join(rng.choice(VOCAB[:6]) for _ in range(rng.randint(1, 12)))
+        checked, value, kept = pair_verdict([a], [b], policy)
+        assert kept == keeps(a, b, policy)
+        assert checked == is_checked(len(a), len(b), policy)
+        assert value == (pytest.approx(brute_jaccard(brute_word_shingles(a, policy.shingle),
+                                                     brute_word_shingles(b, policy.shingle))) if checked else None)

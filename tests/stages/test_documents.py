@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from simhash_udf.core.config import DedupeConfig, FingerprintConfig
+from simhash_udf.core.config import DedupeConfig, FingerprintConfig, VerifyConfig
 from simhash_udf.core.fingerprint import fingerprint
 from simhash_udf.core.normalise import normalise
 from simhash_udf.stages import documents
@@ -98,6 +98,25 @@ def test_one_pass_equals_normalising_then_hashing_in_spark_sql(spark):
     for doc_id, row in before.items():
         for column in ("exact_key", "chars", "invalid_utf8", "extract_fallback"):
             assert after[doc_id][column] == row[column], (doc_id, column)
+        assert after[doc_id]["short_text"] is None  # carried only when asked for
+
+
+def test_the_one_pass_carries_exactly_the_texts_shorter_than_the_policy_asks(spark):
+    """With carry_short_texts, `short_text` is the normalised text of each text shorter than
+    --verify-below and null for any other (the check compares only those); off or checking
+    every pair, none is carried."""
+    texts = {1: "Short post, SHORT!", 2: "word " * 80, 3: "", 4: "Ｆｕｌｌ ｗｉｄｔｈ", 5: "x" * 39 + " y"}
+    frame = spark.createDataFrame(sorted(texts.items()), "id long, text string")
+    config = DedupeConfig(verify=VerifyConfig(threshold=0.65, below_chars=40))
+    carried = {r["id"]: r["short_text"] for r in documents.signed_documents(frame, config, True).collect()}
+    expected = {
+        i: normalise(t) if t and len(normalise(t)) < 40 else None for i, t in texts.items()
+    }
+    assert carried == expected
+    assert carried[1] is not None and carried[2] is None and carried[5] is None  # 41 characters
+    for policy in (VerifyConfig(threshold=None), VerifyConfig(below_chars=None)):
+        off = documents.signed_documents(frame, DedupeConfig(verify=policy), True).collect()
+        assert all(r["short_text"] is None for r in off)
 
 
 def test_distinct_fingerprints_names_each_by_its_smallest_id_and_longest_text(spark):
@@ -110,9 +129,21 @@ def test_distinct_fingerprints_names_each_by_its_smallest_id_and_longest_text(sp
     )
     fingerprinted = signed.select("id", "fingerprint")
     with_texts = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, signed).collect())
-    assert with_texts == [(3, "a10", 300, 2), (7, "a9", 120, 2)]
+    assert with_texts == [(3, "a10", 300, 2, False), (7, "a9", 120, 2, False)]
     given = sorted(tuple(r) for r in documents.distinct_fingerprints(fingerprinted, None).collect())
-    assert given == [(3, "a10", None, 2), (7, "a9", None, 2)]
+    assert given == [(3, "a10", None, 2, False), (7, "a9", None, 2, False)]
+
+
+def test_a_fingerprint_text_is_carried_only_when_every_text_carrying_it_is(spark):
+    """`text_carried` says the short-text check can take a fingerprint's texts from the
+    signatures: true only when each of its documents kept its text (one that did not, a longer
+    text colliding on the fingerprint, sends the check to the input)."""
+    signed = spark.createDataFrame(
+        [("a", 7, 12, "short a"), ("b", 7, 14, "short b"), ("c", 3, 10, "short c"), ("d", 3, 400, None)],
+        "id string, fingerprint long, chars int, short_text string",
+    )
+    rows = documents.distinct_fingerprints(signed.select("id", "fingerprint"), signed).collect()
+    assert {r["fingerprint"]: r["text_carried"] for r in rows} == {7: True, 3: False}
 
 
 @pytest.mark.parametrize("id_type", ["string", "binary", "bigint"])

@@ -187,3 +187,107 @@ def test_texts_by_fingerprint_normalises_the_paired_fingerprints_texts_again_onc
     wanted = spark.createDataFrame([(10,), (20,)], "fingerprint long")
     got = sorted((r["fingerprint"], r["text"]) for r in texts_by_fingerprint(signed, docs, DedupeConfig(), wanted).collect())
     assert got == [(10, "a b"), (10, "c d")]
+
+
+def _checked_pairs(spark, texts: dict[int, str], config, tmp_path):
+    """The job's short-text check on every pair of `texts`' fingerprints, step by step: the
+    input as Parquet, the one pass with its carried texts, the stored fingerprints, the
+    marked pairs. Returns (docs, signed, marked, the pairs' fingerprints' normalised texts)."""
+    from simhash_udf.stages import documents
+    from simhash_udf.stages.short_text_check import mark_pairs
+
+    source = str(tmp_path / "input")
+    spark.createDataFrame(sorted(texts.items()), "id long, text string").write.parquet(source)
+    docs = spark.read.parquet(source)
+    signed_path = str(tmp_path / "signed")
+    documents.signed_documents(docs, config, True).write.parquet(signed_path)
+    signed = spark.read.parquet(signed_path)
+    table = documents.distinct_fingerprints(signed, signed)
+    by_fp = {r["fingerprint"]: normalise(texts[r["id"]]) for r in signed.collect() if r["fingerprint"] is not None}
+    pairs = spark.createDataFrame(
+        [(a, b, hamming(a, b)) for a, b in itertools.combinations(sorted(by_fp), 2)], "fp_a long, fp_b long, distance int"
+    )
+    return docs, signed, mark_pairs(pairs, table, config.verify), by_fp
+
+
+@pytest.mark.spark
+def test_short_texts_are_compared_without_reading_the_input(spark, tmp_path):
+    """Pairs of short texts are checked against the texts the one pass carried: the check's
+    query reads none of the input's files (it does when told to read the input), and it keeps
+    exactly the pairs the rule keeps."""
+    from simhash_udf.core.config import DedupeConfig
+    from simhash_udf.stages.short_text_check import score_marked
+
+    config = DedupeConfig(verify=VerifyConfig(threshold=0.5, below_chars=300))
+    texts = {
+        1: "great phone, fast delivery, would buy again",
+        2: "great phone, fast delivery, would buy again soon",
+        3: "the hotel room was clean but the breakfast was cold",
+        4: "这本书的内容很精彩，翻译也很流畅",
+    }
+    docs, signed, marked, by_fp = _checked_pairs(spark, texts, config, tmp_path)
+    flags = marked.collect()
+    assert flags and all(r["needs_texts"] and not r["needs_input"] for r in flags)
+    input_files = set(docs.inputFiles())
+    assert input_files and input_files <= set(score_marked(marked, signed, docs, config, from_input=True).inputFiles())
+    carried_only = score_marked(marked, signed, docs, config, from_input=False)
+    assert not input_files & set(carried_only.inputFiles())
+    scored = {(r["fp_a"], r["fp_b"]): r["kept"] for r in carried_only.collect()}
+    assert scored == {(r["fp_a"], r["fp_b"]): keeps(by_fp[r["fp_a"]], by_fp[r["fp_b"]], config.verify) for r in flags}
+    assert not all(scored.values()) and any(scored.values())  # the rule both keeps and drops here
+
+
+@pytest.mark.spark
+def test_a_long_text_paired_with_a_short_one_is_read_from_the_input(spark, tmp_path):
+    """A pair of a short and a long text is checked (its shorter text is short), but the one
+    pass did not carry the long one: the pair needs the input, and with it gets the rule's
+    verdict; a pair of two long texts needs no text at all."""
+    from simhash_udf.core.config import DedupeConfig
+    from simhash_udf.stages.short_text_check import score_marked
+
+    config = DedupeConfig(verify=VerifyConfig(threshold=0.3, below_chars=60))
+    long_text = "the battery lasts two full days and the screen is bright enough to read in the sun"
+    texts = {1: "the battery lasts two full days", 2: long_text, 3: long_text + " and in the rain"}
+    docs, signed, marked, by_fp = _checked_pairs(spark, texts, config, tmp_path)
+    flags = {(r["fp_a"], r["fp_b"]): (r["needs_texts"], r["needs_input"]) for r in marked.collect()}
+    short_fp = next(fp for fp, text in by_fp.items() if len(text) < 60)
+    for (a, b), (needs_texts, needs_input) in flags.items():
+        assert needs_texts == needs_input == (short_fp in (a, b))
+    scored = {(r["fp_a"], r["fp_b"]): (r["checked"], r["kept"]) for r in score_marked(marked, signed, docs, config).collect()}
+    for (a, b) in flags:
+        checked = short_fp in (a, b)
+        assert scored[(a, b)] == (checked, keeps(by_fp[a], by_fp[b], config.verify))
+
+
+@pytest.mark.spark
+def test_pairs_judged_on_the_driver_equal_the_pairs_judged_in_spark(spark, tmp_path):
+    """`scored_on_driver` (a few pairs, texts all carried) gives the rows `score_marked` gives,
+    fingerprints carrying several texts included (they differ only by punctuation, which no
+    feature sees)."""
+    from simhash_udf.core.config import DedupeConfig
+    from simhash_udf.stages.short_text_check import score_marked, scored_on_driver, totals
+
+    config = DedupeConfig(verify=VerifyConfig(threshold=0.5, below_chars=300))
+    texts = {
+        1: "great phone, fast delivery, would buy again",
+        2: "great phone fast delivery would buy again!",  # the fingerprint of 1, another text
+        3: "great phone, slow delivery, would not buy again",
+        4: "the hotel room was clean but the breakfast was cold",
+        5: "the hotel room was clean, the breakfast was warm",
+        6: "这本书的内容很精彩，翻译也很流畅",
+    }
+    docs, signed, marked, _ = _checked_pairs(spark, texts, config, tmp_path)
+    fingerprints = {r["id"]: r["fingerprint"] for r in signed.collect()}
+    assert fingerprints[1] == fingerprints[2]  # the case is real: two texts, one fingerprint
+
+    def rows(frame):
+        return sorted((r["fp_a"], r["fp_b"], r["distance"], r["checked"], r["similarity"], r["kept"]) for r in frame.collect())
+
+    frame, counted = scored_on_driver(marked, signed, config, marked.count())
+    on_driver = rows(frame)
+    in_spark_frame = score_marked(marked, signed, docs, config, from_input=False)
+    in_spark = rows(in_spark_frame)
+    assert len(on_driver) == marked.count() and on_driver == in_spark
+    assert {r[5] for r in on_driver} == {True, False}
+    # The counts the driver gives are those Spark aggregates over its scores.
+    assert counted == in_spark_frame.agg(*[c.alias(k) for k, c in totals().items()]).first().asDict()
