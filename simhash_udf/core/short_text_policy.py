@@ -119,6 +119,16 @@ def carried_below(policy: VerifyConfig) -> int | None:
     return policy.below_chars
 
 
+def fingerprint_checked(chars: int | None, policy: VerifyConfig) -> bool:
+    """Whether the policy checks every pair a fingerprint is in, its longest text having
+    `chars` characters (None: not known, counted as checked, which is always safe): a pair is
+    checked when its shorter text is under `below_chars`, so only a fingerprint whose texts are
+    all that long is unchecked. `short_text_check.checked_fingerprints` is the same rule in Spark."""
+    if policy.threshold is None:
+        return False
+    return policy.below_chars is None or chars is None or chars < policy.below_chars
+
+
 def similarity(text_a: str, text_b: str, policy: VerifyConfig) -> float:
     """Jaccard similarity of two normalised texts' shingle sets (`policy.shingle`-grams)."""
     return jaccard(

@@ -62,20 +62,14 @@ class SelfJoinFinder:
         if checking:
             # The short-text policy: pairs of short texts must also share enough shingles
             # (`core.short_text_policy`); dropped pairs never reach the components nor pairs/.
-            marked = stages.materialise(
-                "verify_texts", short_text_check.mark_pairs(fingerprint_pairs, table, config.verify),
-                observe={
-                    "needs_texts": F.count(F.when(F.col("needs_texts"), 1)),
-                    "needs_input": F.count(F.when(F.col("needs_input"), 1)),
-                },
-            )
-            if stages.observed["verify_texts"]["needs_texts"]:
-                scored, totals = _scored_pairs(marked, signed, docs, config, stages)
+            marked, marks = _marked_pairs(fingerprint_pairs, table, config, stages)
+            if marks["needs_texts"]:
+                scored, totals = _scored_pairs(marked, signed, docs, config, stages, marks)
             else:
                 # No pair has a short text: none goes back to the input for its texts, and
                 # every pair is kept unchecked.
                 scored = short_text_check.unchecked(marked)
-                totals = {"pairs": stages.rows["verify_texts"], "checked": 0, "dropped": 0}
+                totals = {"pairs": marks["rows"], "checked": 0, "dropped": 0}
             stats["verify"] = short_text_check.counts(totals, config.verify)
             fingerprint_pairs = short_text_check.kept_pairs(scored)
         if signed is not None and config.sketch.jaccard is not None:
@@ -121,20 +115,39 @@ class SelfJoinFinder:
         pass
 
 
+def _marked_pairs(
+    pairs: DataFrame, table: DataFrame, config: DedupeConfig, stages: Stages
+) -> tuple[DataFrame, dict[str, int]]:
+    """`short_text_check.mark_pairs` of the band join's pairs in stage verify_texts, and the
+    marks' counts `rows`, `needs_texts`, `needs_input`. table: the stored distinct
+    fingerprints. A few pairs (the band join stored few rows) are marked on the driver, else
+    the marks are stored, their counts observed by the write."""
+    if short_text_check.few_enough_for_driver(stages.rows[BAND_JOIN_STAGE]):
+        with stages.timed("verify_texts"):
+            return short_text_check.marked_on_driver(pairs, table, config.verify)
+    marked = stages.materialise(
+        "verify_texts", short_text_check.mark_pairs(pairs, table, config.verify),
+        observe={
+            "needs_texts": F.count(F.when(F.col("needs_texts"), 1)),
+            "needs_input": F.count(F.when(F.col("needs_input"), 1)),
+        },
+    )
+    return marked, {"rows": stages.rows["verify_texts"], **stages.observed["verify_texts"]}
+
+
 def _scored_pairs(
-    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, stages: Stages
+    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, stages: Stages, marks: dict[str, int]
 ) -> tuple[DataFrame, dict[str, int]]:
     """The marked pairs scored (`short_text_check.score_marked`'s rows) and their
-    `short_text_check.totals()`, in stage verify_texts after `mark_pairs`' (its observed
-    `needs_texts` and `needs_input`). A few pairs whose texts the one pass all carried are
-    judged on the driver, their scores a view over the stored marks; else Spark judges and
-    stores them, reading the input again only when a pair has a text the one pass did not
-    carry (a short text paired with a longer one)."""
-    observed = stages.observed["verify_texts"]
-    needs_input = observed["needs_input"]
-    if not needs_input and short_text_check.few_enough_for_driver(observed["needs_texts"]):
+    `short_text_check.totals()`, in stage verify_texts. marks: the marked pairs' counts
+    (`_marked_pairs`). A few pairs whose texts the one pass all carried are judged on the
+    driver, their scores a view over the marks; else Spark judges and stores them, reading the
+    input again only when a pair has a text the one pass did not carry (a short text paired
+    with a longer one)."""
+    needs_input = marks["needs_input"]
+    if not needs_input and short_text_check.few_enough_for_driver(marks["needs_texts"]):
         with stages.timed("verify_texts"):
-            judged = short_text_check.scored_on_driver(marked, signed, config, stages.rows["verify_texts"])
+            judged = short_text_check.scored_on_driver(marked, signed, config, marks["rows"])
         if judged is not None:
             return judged
     if needs_input:

@@ -17,17 +17,18 @@ text and so one fingerprint: no pair joins them, and the check never separates t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import DoubleType
 
 from simhash_udf.core.config import DedupeConfig, VerifyConfig
-from simhash_udf.core.short_text_policy import describe, pair_verdict, similarity
+from simhash_udf.core.short_text_policy import describe, fingerprint_checked, pair_verdict, similarity
 from simhash_udf.stages import udfs
 
 
@@ -190,22 +191,67 @@ def score_marked(
     return scored.unionByName(unchecked(marked))
 
 
-# Up to this many pairs needing their texts, with every text carried by the one pass (so each
-# is shorter than --verify-below), the pairs and their texts are collected and judged on the
-# driver (`scored_on_driver`): the distributed query costs ~10 Spark jobs of shuffles, and a
-# query plan compiled for them, to judge a handful of pairs (2,000 HTML pages: 1.6 s for one
-# pair). Their documents are read by a filter on the stored signatures, one Spark job and no
-# shuffle; more than DRIVER_ROWS of them (a short text copied all over a crawl) go the
-# distributed way. Texts are under 300 characters by default: at most tens of MB.
+# Up to this many pairs, the short-text check runs on the driver: the band join's pairs are
+# marked there (`marked_on_driver`), and those needing texts, when the one pass carried all
+# their texts (each shorter than --verify-below), are judged there (`scored_on_driver`). In
+# Spark each step is a stage result of joins and shuffles, with a query plan compiled for it,
+# to mark and judge a handful of pairs (2,000 HTML pages: 4.6 s for one checked pair, 0.6 s on
+# the driver). The driver reads the fingerprints' rows and the texts by a filter on stored
+# results, a Spark job each and no shuffle; texts of more than DRIVER_ROWS documents (a short
+# text copied all over a crawl) are judged in Spark. Texts are under 300 characters by
+# default: tens of MB at most.
 DRIVER_PAIRS = 10_000
 DRIVER_ROWS = 100_000
 
-SCORED_SCHEMA = "fp_a long, fp_b long, distance int, checked boolean, similarity double, kept boolean"
+SCORED_SCHEMA = pa.schema([
+    ("fp_a", pa.int64()), ("fp_b", pa.int64()), ("distance", pa.int32()),
+    ("checked", pa.bool_()), ("similarity", pa.float64()), ("kept", pa.bool_()),
+])
+MARKED_SCHEMA = pa.schema([
+    ("fp_a", pa.int64()), ("fp_b", pa.int64()), ("distance", pa.int32()),
+    ("needs_texts", pa.bool_()), ("needs_input", pa.bool_()),
+])
+
+
+def driver_frame(spark: SparkSession, rows: Sequence[tuple], schema: pa.Schema) -> DataFrame:
+    """A frame of the driver's rows, as a local relation built from Arrow: no Spark task reads
+    it. (`createDataFrame` of a list of tuples runs a stage of Python tasks at each read, 0.3-0.9 s.)"""
+    columns = list(zip(*rows)) if rows else [[] for _ in schema]
+    return spark.createDataFrame(
+        pa.Table.from_arrays([pa.array(column, field.type) for column, field in zip(columns, schema)], schema=schema)
+    )
 
 
 def few_enough_for_driver(pairs: int) -> bool:
-    """Whether `pairs` pairs needing texts are judged on the driver (see DRIVER_PAIRS)."""
+    """Whether `pairs` pairs are marked, or judged, on the driver (see DRIVER_PAIRS)."""
     return pairs <= DRIVER_PAIRS
+
+
+def marked_on_driver(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyConfig) -> tuple[DataFrame, dict[str, int]]:
+    """`mark_pairs` of a few pairs (`few_enough_for_driver`), on the driver: the marked pairs as
+    a frame of the driver's rows, and their counts `rows`, `needs_texts`, `needs_input`. Two
+    small Spark jobs with no shuffle (the pairs; their fingerprints' rows, found by a filter),
+    where storing the marks costs a stage result's joins, write and read. The marks are
+    `core/short_text_policy.fingerprint_checked`, the rule `checked_fingerprints` applies."""
+    rows = [(r["fp_a"], r["fp_b"], r["distance"]) for r in pairs.collect()]
+    wanted = sorted({a for a, _, _ in rows} | {b for _, b, _ in rows})
+    carried = F.col("text_carried") if "text_carried" in fingerprints.columns else F.lit(False)
+    flags = {
+        r["fingerprint"]: (fingerprint_checked(r["chars"], policy), bool(r["text_carried"]))
+        for r in fingerprints.where(F.col("fingerprint").isin(wanted))
+        .select("fingerprint", "chars", carried.alias("text_carried")).collect()
+    }
+    marks = []
+    for a, b, distance in rows:
+        (checked_a, carried_a), (checked_b, carried_b) = flags[a], flags[b]
+        needs_texts = checked_a or checked_b
+        marks.append((a, b, distance, needs_texts, needs_texts and not (carried_a and carried_b)))
+    counts = {
+        "rows": len(marks),
+        "needs_texts": sum(1 for m in marks if m[3]),
+        "needs_input": sum(1 for m in marks if m[4]),
+    }
+    return driver_frame(pairs.sparkSession, marks, MARKED_SCHEMA), counts
 
 
 def scored_on_driver(
@@ -238,7 +284,7 @@ def scored_on_driver(
         "checked": sum(1 for row in scored if row[3]),
         "dropped": sum(1 for row in scored if not row[5]),
     }
-    return marked.sparkSession.createDataFrame(scored, SCORED_SCHEMA).unionByName(unchecked(marked)), counted
+    return driver_frame(marked.sparkSession, scored, SCORED_SCHEMA).unionByName(unchecked(marked)), counted
 
 
 def totals() -> dict[str, Column]:

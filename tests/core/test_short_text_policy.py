@@ -10,7 +10,16 @@ import pytest
 from generators import VOCAB, brute_jaccard, brute_word_shingles
 
 from simhash_udf.core.config import ConfigError, VerifyConfig
-from simhash_udf.core.short_text_policy import is_checked, jaccard, keeps, pair_verdict, parse_spec, shingles
+from simhash_udf.core.short_text_policy import (
+    carried_below,
+    fingerprint_checked,
+    is_checked,
+    jaccard,
+    keeps,
+    pair_verdict,
+    parse_spec,
+    shingles,
+)
 
 
 def test_word_shingles_by_hand():
@@ -106,3 +115,21 @@ def test_pair_verdict_of_one_text_each_is_keeps():
         assert checked == is_checked(len(a), len(b), policy)
         assert value == (pytest.approx(brute_jaccard(brute_word_shingles(a, policy.shingle),
                                                      brute_word_shingles(b, policy.shingle))) if checked else None)
+
+
+def test_a_fingerprint_is_checked_unless_its_texts_are_all_long_enough():
+    policy = VerifyConfig(threshold=0.5, below_chars=20)
+    assert fingerprint_checked(19, policy) and not fingerprint_checked(20, policy)
+    assert fingerprint_checked(None, policy)  # no known text: checked, listing is always safe
+    assert fingerprint_checked(10_000, VerifyConfig(threshold=0.5, below_chars=None))
+    assert not fingerprint_checked(1, VerifyConfig(threshold=None))
+    # A pair is checked exactly when one of its fingerprints is, for one text each.
+    for a in (5, 19, 20, 40):
+        for b in (5, 19, 20, 40):
+            assert is_checked(a, b, policy) == (fingerprint_checked(a, policy) or fingerprint_checked(b, policy))
+
+
+def test_only_texts_a_checked_pair_can_hold_are_carried():
+    assert carried_below(VerifyConfig(threshold=0.5, below_chars=300)) == 300
+    assert carried_below(VerifyConfig(threshold=None, below_chars=300)) is None  # the check is off
+    assert carried_below(VerifyConfig(threshold=0.5, below_chars=None)) is None  # would carry every text

@@ -291,3 +291,75 @@ def test_pairs_judged_on_the_driver_equal_the_pairs_judged_in_spark(spark, tmp_p
     assert {r[5] for r in on_driver} == {True, False}
     # The counts the driver gives are those Spark aggregates over its scores.
     assert counted == in_spark_frame.agg(*[c.alias(k) for k, c in totals().items()]).first().asDict()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "policy",
+    [VerifyConfig(threshold=0.5, below_chars=30), VerifyConfig(threshold=0.5, below_chars=None), VerifyConfig(threshold=None)],
+    ids=["below30", "all", "off"],
+)
+def test_pairs_marked_on_the_driver_equal_the_pairs_marked_in_spark(spark, tmp_path, policy):
+    """`marked_on_driver` gives `mark_pairs`' rows and counts them, for texts on both sides of
+    --verify-below and for the policies that check every pair or none."""
+    from simhash_udf.core.config import DedupeConfig
+    from simhash_udf.stages.short_text_check import marked_on_driver
+
+    config = DedupeConfig(verify=policy)
+    texts = {
+        1: "great phone, fast delivery",
+        2: "great phone, fast delivery, would buy again from this shop any day",
+        3: "the hotel room was clean",
+        4: "the hotel room was clean but the breakfast was cold and the staff were tired",
+    }
+    docs, signed, marked, _ = _checked_pairs(spark, texts, config, tmp_path)
+    table = _table(signed)
+    pairs = marked.select("fp_a", "fp_b", "distance")
+    frame, counted = marked_on_driver(pairs, table, policy)
+
+    def rows(f):
+        return sorted(tuple(r) for r in f.collect())
+
+    in_spark = rows(marked)
+    assert rows(frame) == in_spark and len(in_spark) == 6
+    assert counted == {"rows": 6, "needs_texts": sum(r[3] for r in in_spark), "needs_input": sum(r[4] for r in in_spark)}
+    if policy.below_chars == 30 and policy.threshold is not None:
+        assert 0 < counted["needs_input"] < counted["needs_texts"] < 6  # every kind of pair is here
+
+
+def _table(signed):
+    from simhash_udf.stages import documents
+
+    return documents.distinct_fingerprints(signed, signed)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_the_check_on_the_driver_and_in_spark_give_the_same_outputs(spark, dedupe_main, tmp_path, monkeypatch):
+    """The job's outputs are the same whether its short-text check runs on the driver (few
+    pairs, the default here) or in Spark (DRIVER_PAIRS set to 0): clusters, pairs and the
+    check's counts, on short texts that collide, copy and nearly copy each other."""
+    from simhash_udf.stages import short_text_check
+
+    k, policy = 3, VerifyConfig()
+    assert policy.threshold is not None
+    c1, c2 = _colliding_pair(k, policy.threshold, policy.shingle)
+    english = "the battery lasts two full days and the screen is bright enough to read in the sun"
+    docs = {1: c1, 2: c1.upper(), 3: c2, 4: english, 5: _near_copy(english, k), 6: english + " " + english * 4}
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in docs.items()), encoding="utf-8")
+
+    def run(name: str) -> tuple[list, list, dict]:
+        out = tmp_path / name
+        assert dedupe_main(["--input", str(src), "--output", str(out), "--k", str(k)], spark=spark) == 0
+        clusters = sorted(tuple(r) for r in spark.read.parquet(str(out / "clusters")).select("id", "cluster_id", "status").collect())
+        pairs = sorted(tuple(r) for r in spark.read.parquet(str(out / "pairs")).collect())
+        return clusters, pairs, json.loads((out / "report.json").read_text())
+
+    on_driver = run("driver")
+    monkeypatch.setattr(short_text_check, "DRIVER_PAIRS", 0)
+    in_spark = run("spark")
+    assert on_driver[:2] == in_spark[:2]
+    assert on_driver[2]["verify"] == in_spark[2]["verify"] and on_driver[2]["verify"]["dropped_pairs"] >= 1
+    # The driver's run stored no marks; Spark's stored them (their rows are in the report).
+    assert "verify_texts" not in on_driver[2]["stage_rows"] and "verify_texts" in in_spark[2]["stage_rows"]
