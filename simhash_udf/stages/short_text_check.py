@@ -80,14 +80,17 @@ def checked_fingerprints(fingerprints: DataFrame, policy: VerifyConfig) -> DataF
     A fingerprint with no known text counts as checked (listing is always safe). The lengths
     are those `scored_pairs` compares (characters).
     """
+    return fingerprints.select("fingerprint", _checked(policy).alias("checked"))
+
+
+def _checked(policy: VerifyConfig) -> Column:
+    """`checked_fingerprints`' column, over `chars` (`core/short_text_policy.fingerprint_checked`
+    is the same rule in plain Python)."""
     if policy.threshold is None:
-        return fingerprints.select("fingerprint", F.lit(False).alias("checked"))
+        return F.lit(False)
     if policy.below_chars is None:
-        return fingerprints.select("fingerprint", F.lit(True).alias("checked"))
-    return fingerprints.select(
-        "fingerprint",
-        F.coalesce(F.col("chars") < F.lit(policy.below_chars), F.lit(True)).alias("checked"),
-    )
+        return F.lit(True)
+    return F.coalesce(F.col("chars") < F.lit(policy.below_chars), F.lit(True))
 
 
 def _similarity_udf(policy: VerifyConfig) -> Any:
@@ -147,13 +150,10 @@ def mark_pairs(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyConfig) 
     (`documents.distinct_fingerprints`, holding every fingerprint of the pairs). A pair that
     needs no texts is kept unchecked, so a run whose pairs are all of long texts never goes
     back to its input, nor one whose checked pairs are all of carried short texts (`score_marked`)."""
-    flags = checked_fingerprints(fingerprints, policy).join(
-        fingerprints.select(
-            "fingerprint",
-            F.col("text_carried") if "text_carried" in fingerprints.columns else F.lit(False).alias("text_carried"),
-        ),
-        "fingerprint",
-    )
+    # One projection of the fingerprints' rows (a join of them with themselves is a shuffle
+    # more: 1-2 s at 100k fingerprints).
+    carried = F.col("text_carried") if "text_carried" in fingerprints.columns else F.lit(False)
+    flags = fingerprints.select("fingerprint", _checked(policy).alias("checked"), carried.alias("text_carried"))
 
     def side(name: str) -> DataFrame:
         return flags.select(
@@ -196,8 +196,8 @@ def score_marked(
 # their texts (each shorter than --verify-below), are judged there (`scored_on_driver`). In
 # Spark each step is a stage result of joins and shuffles, with a query plan compiled for it,
 # to mark and judge a handful of pairs (2,000 HTML pages: 4.6 s for one checked pair, 0.6 s on
-# the driver). The driver reads the fingerprints' rows and the texts by a filter on stored
-# results, a Spark job each and no shuffle; texts of more than DRIVER_ROWS documents (a short
+# the driver). The driver reads the fingerprints' rows and the texts by a broadcast semi-join
+# with stored results, a Spark job each and no shuffle; texts of more than DRIVER_ROWS documents (a short
 # text copied all over a crawl) are judged in Spark. Texts are under 300 characters by
 # default: tens of MB at most.
 DRIVER_PAIRS = 10_000
@@ -207,6 +207,7 @@ SCORED_SCHEMA = pa.schema([
     ("fp_a", pa.int64()), ("fp_b", pa.int64()), ("distance", pa.int32()),
     ("checked", pa.bool_()), ("similarity", pa.float64()), ("kept", pa.bool_()),
 ])
+FINGERPRINT_SCHEMA = pa.schema([("fingerprint", pa.int64())])
 MARKED_SCHEMA = pa.schema([
     ("fp_a", pa.int64()), ("fp_b", pa.int64()), ("distance", pa.int32()),
     ("needs_texts", pa.bool_()), ("needs_input", pa.bool_()),
@@ -222,6 +223,14 @@ def driver_frame(spark: SparkSession, rows: Sequence[tuple], schema: pa.Schema) 
     )
 
 
+def _of_fingerprints(frame: DataFrame, fingerprints: Sequence[int]) -> DataFrame:
+    """frame's rows whose `fingerprint` is one of `fingerprints` (the driver's, a few thousand):
+    a semi-join with them broadcast, no shuffle. (`isin` of as many literals costs ~3 s to
+    build and plan at 8,000 of them; this ~0.3 s.)"""
+    wanted = driver_frame(frame.sparkSession, [(fp,) for fp in fingerprints], FINGERPRINT_SCHEMA)
+    return frame.join(F.broadcast(wanted), "fingerprint", "left_semi")
+
+
 def few_enough_for_driver(pairs: int) -> bool:
     """Whether `pairs` pairs are marked, or judged, on the driver (see DRIVER_PAIRS)."""
     return pairs <= DRIVER_PAIRS
@@ -230,7 +239,7 @@ def few_enough_for_driver(pairs: int) -> bool:
 def marked_on_driver(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyConfig) -> tuple[DataFrame, dict[str, int]]:
     """`mark_pairs` of a few pairs (`few_enough_for_driver`), on the driver: the marked pairs as
     a frame of the driver's rows, and their counts `rows`, `needs_texts`, `needs_input`. Two
-    small Spark jobs with no shuffle (the pairs; their fingerprints' rows, found by a filter),
+    small Spark jobs with no shuffle (the pairs; their fingerprints' rows, `_of_fingerprints`),
     where storing the marks costs a stage result's joins, write and read. The marks are
     `core/short_text_policy.fingerprint_checked`, the rule `checked_fingerprints` applies."""
     rows = [(r["fp_a"], r["fp_b"], r["distance"]) for r in pairs.collect()]
@@ -238,8 +247,7 @@ def marked_on_driver(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyCo
     carried = F.col("text_carried") if "text_carried" in fingerprints.columns else F.lit(False)
     flags = {
         r["fingerprint"]: (fingerprint_checked(r["chars"], policy), bool(r["text_carried"]))
-        for r in fingerprints.where(F.col("fingerprint").isin(wanted))
-        .select("fingerprint", "chars", carried.alias("text_carried")).collect()
+        for r in _of_fingerprints(fingerprints, wanted).select("fingerprint", "chars", carried.alias("text_carried")).collect()
     }
     marks = []
     for a, b, distance in rows:
@@ -266,8 +274,7 @@ def scored_on_driver(
     needing = marked.where("needs_texts").select("fp_a", "fp_b", "distance").collect()
     wanted = sorted({r["fp_a"] for r in needing} | {r["fp_b"] for r in needing})
     rows = (
-        signed.where(F.col("fingerprint").isin(wanted)).select("fingerprint", "short_text")
-        .limit(DRIVER_ROWS + 1).collect()
+        _of_fingerprints(signed, wanted).select("fingerprint", "short_text").limit(DRIVER_ROWS + 1).collect()
     )
     if len(rows) > DRIVER_ROWS:
         return None
