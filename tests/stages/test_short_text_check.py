@@ -192,7 +192,8 @@ def test_texts_by_fingerprint_normalises_the_paired_fingerprints_texts_again_onc
 def _checked_pairs(spark, texts: dict[int, str], config, tmp_path):
     """The job's short-text check on every pair of `texts`' fingerprints, step by step: the
     input as Parquet, the one pass with its carried texts, the stored fingerprints, the
-    marked pairs. Returns (docs, signed, marked, the pairs' fingerprints' normalised texts)."""
+    marked pairs. Returns (docs, signed, marked, the pairs' fingerprints' normalised texts,
+    the distinct fingerprints' rows)."""
     from simhash_udf.stages import documents
     from simhash_udf.stages.short_text_check import mark_pairs
 
@@ -207,7 +208,7 @@ def _checked_pairs(spark, texts: dict[int, str], config, tmp_path):
     pairs = spark.createDataFrame(
         [(a, b, hamming(a, b)) for a, b in itertools.combinations(sorted(by_fp), 2)], "fp_a long, fp_b long, distance int"
     )
-    return docs, signed, mark_pairs(pairs, table, config.verify), by_fp
+    return docs, signed, mark_pairs(pairs, table, config.verify), by_fp, table
 
 
 @pytest.mark.spark
@@ -225,7 +226,7 @@ def test_short_texts_are_compared_without_reading_the_input(spark, tmp_path):
         3: "the hotel room was clean but the breakfast was cold",
         4: "这本书的内容很精彩，翻译也很流畅",
     }
-    docs, signed, marked, by_fp = _checked_pairs(spark, texts, config, tmp_path)
+    docs, signed, marked, by_fp, _ = _checked_pairs(spark, texts, config, tmp_path)
     flags = marked.collect()
     assert flags and all(r["needs_texts"] and not r["needs_input"] for r in flags)
     input_files = set(docs.inputFiles())
@@ -248,7 +249,7 @@ def test_a_long_text_paired_with_a_short_one_is_read_from_the_input(spark, tmp_p
     config = DedupeConfig(verify=VerifyConfig(threshold=0.3, below_chars=60))
     long_text = "the battery lasts two full days and the screen is bright enough to read in the sun"
     texts = {1: "the battery lasts two full days", 2: long_text, 3: long_text + " and in the rain"}
-    docs, signed, marked, by_fp = _checked_pairs(spark, texts, config, tmp_path)
+    docs, signed, marked, by_fp, _ = _checked_pairs(spark, texts, config, tmp_path)
     flags = {(r["fp_a"], r["fp_b"]): (r["needs_texts"], r["needs_input"]) for r in marked.collect()}
     short_fp = next(fp for fp, text in by_fp.items() if len(text) < 60)
     for (a, b), (needs_texts, needs_input) in flags.items():
@@ -276,7 +277,7 @@ def test_pairs_judged_on_the_driver_equal_the_pairs_judged_in_spark(spark, tmp_p
         5: "the hotel room was clean, the breakfast was warm",
         6: "这本书的内容很精彩，翻译也很流畅",
     }
-    docs, signed, marked, _ = _checked_pairs(spark, texts, config, tmp_path)
+    docs, signed, marked, _, _ = _checked_pairs(spark, texts, config, tmp_path)
     fingerprints = {r["id"]: r["fingerprint"] for r in signed.collect()}
     assert fingerprints[1] == fingerprints[2]  # the case is real: two texts, one fingerprint
 
@@ -312,8 +313,7 @@ def test_pairs_marked_on_the_driver_equal_the_pairs_marked_in_spark(spark, tmp_p
         3: "the hotel room was clean",
         4: "the hotel room was clean but the breakfast was cold and the staff were tired",
     }
-    docs, signed, marked, _ = _checked_pairs(spark, texts, config, tmp_path)
-    table = _table(signed)
+    _, _, marked, _, table = _checked_pairs(spark, texts, config, tmp_path)
     pairs = marked.select("fp_a", "fp_b", "distance")
     frame, counted = marked_on_driver(pairs, table, policy)
 
@@ -325,12 +325,6 @@ def test_pairs_marked_on_the_driver_equal_the_pairs_marked_in_spark(spark, tmp_p
     assert counted == {"rows": 6, "needs_texts": sum(r[3] for r in in_spark), "needs_input": sum(r[4] for r in in_spark)}
     if policy.below_chars == 30 and policy.threshold is not None:
         assert 0 < counted["needs_input"] < counted["needs_texts"] < 6  # every kind of pair is here
-
-
-def _table(signed):
-    from simhash_udf.stages import documents
-
-    return documents.distinct_fingerprints(signed, signed)
 
 
 @pytest.mark.slow
