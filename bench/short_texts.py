@@ -509,8 +509,9 @@ Computed from the tables above by the same run.
   documents, same-site articles and PAN-13 pairs merged: 0 at k = 3), the reviews' near copies of 300+ characters all
   pass anyway (section 2), and the check compares both texts of a pair in Python: limiting it to short
   texts keeps that work off web pages' pairs, and lets the one pass over the text carry the few texts it
-  compares (a text under the limit rides along with its signatures; only a longer text paired with a short
-  one is read again from the input).
+  compares (a text under the limit, or up to limit / threshold characters, at most twice the limit, rides
+  along with its signatures: the partner of a short text is rarely longer than that within k bits; only a
+  longer text paired with a short one is read again from the input).
 - **Exact copies are never lost**: they share one normalised text and one fingerprint and are clustered without a
   pair (section 6: every exact-copy group together, with and without the policy).
 - **Not done: texts with one fingerprint.** Distinct short texts with the same fingerprint (word-order variants

@@ -33,6 +33,7 @@ Pure Python, no Spark: the benchmarks use these functions as the job does.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -108,15 +109,20 @@ def carried_below(policy: VerifyConfig) -> int | None:
     """The length (characters, normalised) under which the job's one pass over the text keeps
     a text for the check, or None: keep none.
 
-    Every pair the policy checks has a text under `below_chars`, and a text that short is
+    Every pair the policy checks has a text under `below_chars` (L), and a text that short is
     cheap to carry, so those texts ride along with the signatures and the check does not go
-    back to the input for them. None when the policy is off (no text is needed) or checks
-    every pair (`below_chars` None: carrying would keep the whole crawl; the few texts the
-    check needs are read again from the input instead).
+    back to the input for them. The other text of a checked pair is often a little longer (a
+    near copy with a sentence more, across L): texts up to L / T characters ride along too,
+    T the threshold, since a text of fewer than L shingles reaches Jaccard T only with a text
+    of at most L / T distinct shingles. Longer partners are rare within k bits and are read
+    again from the input. The limit is at most 2L, so a low threshold does not carry a
+    crawl's texts. None when the policy is off (no text is needed) or checks every pair
+    (`below_chars` None: carrying would keep the whole crawl; the few texts the check needs
+    are read again from the input instead).
     """
-    if policy.threshold is None:
+    if policy.threshold is None or policy.below_chars is None:
         return None
-    return policy.below_chars
+    return min(math.ceil(policy.below_chars / policy.threshold), 2 * policy.below_chars)
 
 
 def fingerprint_checked(chars: int | None, policy: VerifyConfig) -> bool:

@@ -140,21 +140,22 @@ def _scored_pairs(
 ) -> tuple[DataFrame, dict[str, int]]:
     """The marked pairs scored (`short_text_check.score_marked`'s rows) and their
     `short_text_check.totals()`, in stage verify_texts. marks: the marked pairs' counts
-    (`_marked_pairs`). A few pairs whose texts the one pass all carried are judged on the
-    driver, their scores a view over the marks; else Spark judges and stores them, reading the
-    input again only when a pair has a text the one pass did not carry (a short text paired
-    with a longer one)."""
+    (`_marked_pairs`). A few pairs are judged on the driver, their scores a view over the
+    marks; else Spark judges and stores them. Either reads the input again only when a pair
+    has a text the one pass did not carry (a short text paired with a longer one)."""
     needs_input = marks["needs_input"]
-    if not needs_input and short_text_check.few_enough_for_driver(marks["needs_texts"]):
-        with stages.timed("verify_texts"):
-            judged = short_text_check.scored_on_driver(marked, signed, config, marks["rows"])
-        if judged is not None:
-            return judged
     if needs_input:
         log.info(
             "short-text check: %d pair(s) of a short and a longer text; the input is read again "
             "for the longer texts", needs_input,
         )
+    if short_text_check.few_enough_for_driver(marks["needs_texts"]):
+        with stages.timed("verify_texts"):
+            judged = short_text_check.scored_on_driver(
+                marked, signed, docs, config, marks["rows"], from_input=needs_input > 0
+            )
+        if judged is not None:
+            return judged
     scored = stages.materialise(
         "verify_texts", short_text_check.score_marked(marked, signed, docs, config, from_input=needs_input > 0),
         observe=short_text_check.totals(),

@@ -6,9 +6,9 @@ fewer than L characters is kept only when the Jaccard similarity of the two text
 sets reaches T (`core/short_text_policy.keeps` is the same rule for one pair, in plain
 Python). `mark_pairs` marks the band join's pairs that need their texts, `score_marked`
 scores those against their texts before the connected components, and `kept_pairs` keeps the
-survivors. The texts are the short ones the one pass carried (`documents.signed_documents`'
-`short_text`); a longer text in such a pair is normalised again from the input, which is read
-only when some pair has one. Because the check may drop a pair, the
+survivors. The texts are the ones the one pass carried (`documents.signed_documents`'
+`short_text`: under `short_text_policy.carried_below`, a little over L); a longer text in such a
+pair is normalised again from the input, which is read only when some pair has one. Because the check may drop a pair, the
 band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
 pairs with a short text are all listed and checked, so the clusters are the components of
 every pair within k that the policy keeps, whatever the row order. Exact copies share one
@@ -33,24 +33,28 @@ from simhash_udf.stages import udfs
 
 
 def texts_by_fingerprint(
-    signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame, from_input: bool = True
+    signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame, from_input: bool = True,
+    few: bool = False,
 ) -> DataFrame:
     """The distinct normalised texts of `fingerprints`: `fingerprint` (long), `text`.
 
     signed: `id`, `exact_key`, `fingerprint`, [`short_text`] (`documents.signed_documents`);
     docs: the checked input rows (`config.id_col`, `config.text_col`); fingerprints:
     `fingerprint`. A fingerprint usually has one text; texts that collide on all 64 bits give it
-    several. The run does not carry its texts past the one pass over them, except the short
-    ones the check compares (`short_text`): those are taken from `signed`. Any other text is
+    several. The run does not carry its texts past the one pass over them, except the ones
+    the check is likely to compare (`short_text`): those are taken from `signed`. Any other text is
     normalised again from the input, one document per distinct text, only when `from_input`:
     a caller that knows every text asked for is carried (`mark_pairs`' `needs_input`) passes
     False, and the input is not read at all (a scan of the whole crawl, HTML extraction
-    included, to compare a few short texts).
+    included, to compare a few short texts). few: the fingerprints are the driver's few
+    (`scored_on_driver`): they and the documents read again are broadcast, and the input is
+    streamed past them, never shuffled.
     """
     short_text = F.col("short_text") if "short_text" in signed.columns else F.lit(None).cast("string")
+    fingerprints = fingerprints.select("fingerprint")
     wanted = (
         signed.where(F.col("fingerprint").isNotNull())
-        .join(fingerprints.select("fingerprint").distinct(), "fingerprint", "left_semi")
+        .join(F.broadcast(fingerprints) if few else fingerprints.distinct(), "fingerprint", "left_semi")
         .groupBy("exact_key", "fingerprint")
         # One normalised text per exact key, so any of its documents' short_text is the same.
         .agg(F.min("id").alias("id"), F.min(short_text).alias("short_text"))
@@ -60,7 +64,7 @@ def texts_by_fingerprint(
         return carried
     missing = wanted.where(F.col("short_text").isNull()).select("id", "fingerprint")
     raw = docs.select(F.col(config.id_col).alias("id"), F.col(config.text_col).cast("binary").alias("raw"))
-    return carried.unionByName(raw.join(missing, "id").select(
+    return carried.unionByName(raw.join(F.broadcast(missing) if few else missing, "id").select(
         "fingerprint",
         udfs.normalised_text(F.col("raw"), config.html, config.extract).getField("text").alias("text"),
     ))
@@ -192,15 +196,16 @@ def score_marked(
 
 
 # Up to this many pairs, the short-text check runs on the driver: the band join's pairs are
-# marked there (`marked_on_driver`), and those needing texts, when the one pass carried all
-# their texts (each shorter than --verify-below), are judged there (`scored_on_driver`). In
-# Spark each step is a stage result of joins and shuffles, with a query plan compiled for it,
-# to mark and judge a handful of pairs (2,000 HTML pages: 4.6 s for one checked pair, 0.6 s on
-# the driver). The driver reads the fingerprints' rows and the texts by a broadcast semi-join
-# with stored results, a Spark job each and no shuffle; texts of more than DRIVER_ROWS documents (a short
-# text copied all over a crawl) are judged in Spark. Texts are under 300 characters by
-# default: tens of MB at most.
-DRIVER_PAIRS = 10_000
+# marked there (`marked_on_driver`), and those needing texts are judged there
+# (`scored_on_driver`). In Spark each step is a stage result of joins and shuffles, with a
+# query plan compiled for it (2,000 HTML pages: 4.6 s for one checked pair, 0.6 s on the
+# driver; 1M short documents, 24,771 pairs: 15.7 s, ~2 s on the driver). The driver reads the
+# fingerprints' rows and the carried texts by a broadcast semi-join with stored results, a
+# Spark job each and no shuffle, and the few texts the one pass did not carry by one scan of
+# the input past them. Texts of more than DRIVER_ROWS documents (a short text copied all
+# over a crawl) are judged in Spark. Carried texts are under 462 characters by default
+# (`carried_below`): tens of MB at most; 100,000 pairs are a few MB of tuples.
+DRIVER_PAIRS = 100_000
 DRIVER_ROWS = 100_000
 
 SCORED_SCHEMA = pa.schema([
@@ -263,14 +268,17 @@ def marked_on_driver(pairs: DataFrame, fingerprints: DataFrame, policy: VerifyCo
 
 
 def scored_on_driver(
-    marked: DataFrame, signed: DataFrame, config: DedupeConfig, marked_rows: int
+    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, marked_rows: int,
+    from_input: bool = False,
 ) -> tuple[DataFrame, dict[str, int]] | None:
     """`score_marked`'s rows with the pairs needing texts judged on the driver by
     `core/short_text_policy.pair_verdict` (the rule `scored_pairs` applies in Spark), and their
     `totals()` as counted there: no Spark job stores or counts them. marked_rows: the marked
     pairs' number. None when their fingerprints are carried by more than DRIVER_ROWS documents.
-    Only for marked pairs that need no input (`mark_pairs`' `needs_input` false for all: every
-    text is in signed's `short_text`) and are few (`few_enough_for_driver`)."""
+    Only for marked pairs that are few (`few_enough_for_driver`). from_input: some pair
+    `needs_input` (`mark_pairs`): the texts the one pass did not carry are read again from
+    docs (`texts_by_fingerprint`, one scan of the input past the wanted documents, broadcast);
+    else every text is in signed's `short_text` and the input is not read."""
     needing = marked.where("needs_texts").select("fp_a", "fp_b", "distance").collect()
     wanted = sorted({r["fp_a"] for r in needing} | {r["fp_b"] for r in needing})
     rows = (
@@ -278,8 +286,18 @@ def scored_on_driver(
     )
     if len(rows) > DRIVER_ROWS:
         return None
+    found = {(r["fingerprint"], r["short_text"]) for r in rows if r["short_text"] is not None}
+    if from_input:
+        # Only the fingerprints with a text not carried: their texts, carried or read again.
+        uncarried = sorted({r["fingerprint"] for r in rows if r["short_text"] is None})
+        if uncarried:
+            read_again = texts_by_fingerprint(
+                signed, docs, config, driver_frame(marked.sparkSession, [(fp,) for fp in uncarried], FINGERPRINT_SCHEMA),
+                from_input=True, few=True,
+            )
+            found |= {(r["fingerprint"], r["text"]) for r in read_again.collect()}
     texts: dict[int, list[str]] = {}
-    for fingerprint, text in sorted({(r["fingerprint"], r["short_text"]) for r in rows if r["short_text"] is not None}):
+    for fingerprint, text in sorted(found):
         texts.setdefault(fingerprint, []).append(text)
     scored = []
     for pair in needing:

@@ -129,7 +129,33 @@ def test_a_fingerprint_is_checked_unless_its_texts_are_all_long_enough():
             assert is_checked(a, b, policy) == (fingerprint_checked(a, policy) or fingerprint_checked(b, policy))
 
 
-def test_only_texts_a_checked_pair_can_hold_are_carried():
-    assert carried_below(VerifyConfig(threshold=0.5, below_chars=300)) == 300
+def test_carried_texts_reach_the_longest_partner_a_short_text_can_keep():
+    """Texts under L are carried, and their partners up to L / T characters (at most 2L); none
+    with the check off or checking every pair."""
+    assert carried_below(VerifyConfig(threshold=0.65, below_chars=300)) == 462  # ceil(461.5)
+    assert carried_below(VerifyConfig(threshold=1.0, below_chars=300)) == 300
+    assert carried_below(VerifyConfig(threshold=0.1, below_chars=300)) == 600  # capped at 2L
     assert carried_below(VerifyConfig(threshold=None, below_chars=300)) is None  # the check is off
     assert carried_below(VerifyConfig(threshold=0.5, below_chars=None)) is None  # would carry every text
+
+
+def test_a_short_text_keeps_no_uncarried_partner_whose_shingles_are_distinct():
+    """The limit's reason, brute force: a text under L and a text at or over the carried
+    limit, every shingle of each distinct (Han characters, each used once), never reach the
+    threshold, so (short of the 2L cap) only a partner repeating its shingles could make a
+    pair the check keeps that was not carried."""
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    for _ in range(300):
+        below, threshold = rng.randint(5, 120), rng.choice([0.5, 0.6, 0.65, 0.8, 0.9, 1.0])
+        policy = VerifyConfig(threshold=threshold, below_chars=below, shingle=rng.choice([1, 2, 3]))
+        limit = carried_below(policy)
+        assert limit is not None and below <= limit <= 2 * below
+        chars = rng.sample(alphabet, 2 * limit + 5)
+        short = "".join(chars[: rng.randint(policy.shingle, below - 1)])
+        # The partner shares as much of the short text as it can: all of it, then new characters.
+        start = rng.randint(0, len(short))
+        long = short[start:] + "".join(chars[len(short):][: rng.randint(limit, 2 * limit) - (len(short) - start)])
+        assert len(long) >= limit
+        if limit < 2 * below:  # not capped: the bound L / T holds
+            assert not keeps(short, long, policy), (policy, len(short), len(long))

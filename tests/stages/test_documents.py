@@ -103,17 +103,21 @@ def test_one_pass_equals_normalising_then_hashing_in_spark_sql(spark):
 
 def test_the_one_pass_carries_exactly_the_texts_shorter_than_the_policy_asks(spark):
     """With carry_short_texts, `short_text` is the normalised text of each text shorter than
-    --verify-below and null for any other (the check compares only those); off or checking
-    every pair, none is carried."""
-    texts = {1: "Short post, SHORT!", 2: "word " * 80, 3: "", 4: "Ｆｕｌｌ ｗｉｄｔｈ", 5: "x" * 39 + " y"}
+    the policy's `carried_below` (--verify-below 40 at jaccard:0.65: 62 characters) and null
+    for any other; off or checking every pair, none is carried."""
+    texts = {
+        1: "Short post, SHORT!", 2: "word " * 80, 3: "", 4: "Ｆｕｌｌ ｗｉｄｔｈ",
+        5: "x" * 39 + " y", 6: "x" * 59 + " y", 7: "x" * 60 + " y",
+    }
     frame = spark.createDataFrame(sorted(texts.items()), "id long, text string")
     config = DedupeConfig(verify=VerifyConfig(threshold=0.65, below_chars=40))
     carried = {r["id"]: r["short_text"] for r in documents.signed_documents(frame, config, True).collect()}
     expected = {
-        i: normalise(t) if t and len(normalise(t)) < 40 else None for i, t in texts.items()
+        i: normalise(t) if t and len(normalise(t)) < 62 else None for i, t in texts.items()
     }
     assert carried == expected
-    assert carried[1] is not None and carried[2] is None and carried[5] is None  # 41 characters
+    assert carried[5] is not None and carried[6] is not None  # 41 and 61 characters: a short text's partners
+    assert carried[2] is None and carried[7] is None  # 400 and 62 characters
     for policy in (VerifyConfig(threshold=None), VerifyConfig(below_chars=None)):
         off = documents.signed_documents(frame, DedupeConfig(verify=policy), True).collect()
         assert all(r["short_text"] is None for r in off)

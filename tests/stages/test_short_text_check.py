@@ -242,22 +242,36 @@ def test_short_texts_are_compared_without_reading_the_input(spark, tmp_path):
 def test_a_long_text_paired_with_a_short_one_is_read_from_the_input(spark, tmp_path):
     """A pair of a short and a long text is checked (its shorter text is short), but the one
     pass did not carry the long one: the pair needs the input, and with it gets the rule's
-    verdict; a pair of two long texts needs no text at all."""
+    verdict. A text a little over the limit (`carried_below`: up to L / T characters) was
+    carried, so its pair with the short text needs no input; a pair of two texts over the limit
+    needs no text at all."""
     from simhash_udf.core.config import DedupeConfig
-    from simhash_udf.stages.short_text_check import score_marked
+    from simhash_udf.core.short_text_policy import carried_below
+    from simhash_udf.stages.short_text_check import score_marked, scored_on_driver
 
     config = DedupeConfig(verify=VerifyConfig(threshold=0.3, below_chars=60))
-    long_text = "the battery lasts two full days and the screen is bright enough to read in the sun"
-    texts = {1: "the battery lasts two full days", 2: long_text, 3: long_text + " and in the rain"}
-    docs, signed, marked, by_fp, _ = _checked_pairs(spark, texts, config, tmp_path)
+    short = "the battery lasts two full days"
+    medium = short + " and the screen is bright enough to read in the sun"
+    long_text = medium + " and in the rain, says every reviewer who took it on a long hike with them"
+    assert len(short) < 60 <= len(medium) < carried_below(config.verify) == 120 <= len(long_text)
+    docs, signed, marked, by_fp, _ = _checked_pairs(spark, {1: short, 2: medium, 3: long_text}, config, tmp_path)
+    short_fp, long_fp = (next(fp for fp, text in by_fp.items() if text == normalise(t)) for t in (short, long_text))
     flags = {(r["fp_a"], r["fp_b"]): (r["needs_texts"], r["needs_input"]) for r in marked.collect()}
-    short_fp = next(fp for fp, text in by_fp.items() if len(text) < 60)
+    assert len(flags) == 3
     for (a, b), (needs_texts, needs_input) in flags.items():
-        assert needs_texts == needs_input == (short_fp in (a, b))
+        assert needs_texts == (short_fp in (a, b))
+        assert needs_input == (short_fp in (a, b) and long_fp in (a, b))
     scored = {(r["fp_a"], r["fp_b"]): (r["checked"], r["kept"]) for r in score_marked(marked, signed, docs, config).collect()}
     for (a, b) in flags:
         checked = short_fp in (a, b)
         assert scored[(a, b)] == (checked, keeps(by_fp[a], by_fp[b], config.verify))
+    # On the driver, the long text read again from the input: the same verdicts.
+    on_driver, counted = scored_on_driver(marked, signed, docs, config, len(flags), from_input=True)
+    assert {(r["fp_a"], r["fp_b"]): (r["checked"], r["kept"]) for r in on_driver.collect()} == scored
+    assert counted["checked"] == 2 and counted["pairs"] == 3
+    # Told the input is not needed, the driver has no text for the long one: that pair has no row.
+    carried_only, _ = scored_on_driver(marked, signed, docs, config, len(flags), from_input=False)
+    assert {(r["fp_a"], r["fp_b"]) for r in carried_only.collect()} == set(flags) - {tuple(sorted((short_fp, long_fp)))}
 
 
 @pytest.mark.spark
@@ -284,7 +298,7 @@ def test_pairs_judged_on_the_driver_equal_the_pairs_judged_in_spark(spark, tmp_p
     def rows(frame):
         return sorted((r["fp_a"], r["fp_b"], r["distance"], r["checked"], r["similarity"], r["kept"]) for r in frame.collect())
 
-    frame, counted = scored_on_driver(marked, signed, config, marked.count())
+    frame, counted = scored_on_driver(marked, signed, docs, config, marked.count())
     on_driver = rows(frame)
     in_spark_frame = score_marked(marked, signed, docs, config, from_input=False)
     in_spark = rows(in_spark_frame)
