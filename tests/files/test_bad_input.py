@@ -61,8 +61,13 @@ def test_csv_with_a_missing_id_column(spark, dedupe_main, tmp_path, capsys):
 def test_repeated_ids_keep_one_row_each_whatever_the_row_order(spark, dedupe_main, tmp_path, caplog):
     rows = [{"id": i % 3, "text": f"{PARAGRAPH} {i}"} for i in range(9)] + [{"id": 7, "text": LONGER}]
     kept_texts = []
-    for name, order in (("forward", rows), ("backward", rows[::-1])):
-        src = _write_jsonl(tmp_path / f"{name}.jsonl", order)
+    # Parquet input is read in place, not stored first as JSON is: its ids are checked there.
+    for name, order in (("forward", rows), ("backward", rows[::-1]), ("parquet", rows[3:] + rows[:3])):
+        if name == "parquet":
+            src = tmp_path / "input.parquet"
+            pq.write_table(pa.Table.from_pylist(order), src)
+        else:
+            src = _write_jsonl(tmp_path / f"{name}.jsonl", order)
         out = tmp_path / f"out-{name}"
         # The texts are one paragraph and a number: near duplicates by the sketch route, which
         # would leave one of ids 0, 1, 2 in deduped/; this test is about which row of an id stays.
@@ -79,7 +84,7 @@ def test_repeated_ids_keep_one_row_each_whatever_the_row_order(spark, dedupe_mai
         # Of the rows of an id, the one with the smallest text stays, in either row order.
         assert deduped[0] == f"{PARAGRAPH} 0" and deduped[1] == f"{PARAGRAPH} 1"
         kept_texts.append(sorted(deduped.items()))
-    assert kept_texts[0] == kept_texts[1]
+    assert kept_texts[0] == kept_texts[1] == kept_texts[2]
     assert "not unique" in caplog.text and "0, 1, 2" in caplog.text
 
 
