@@ -157,7 +157,11 @@ def _scored_pairs(
         if judged is not None:
             return judged
     scored = stages.materialise(
-        "verify_texts", short_text_check.score_marked(marked, signed, docs, config, from_input=needs_input > 0),
+        "verify_texts",
+        short_text_check.score_marked(
+            marked, signed, docs, config, from_input=needs_input > 0,
+            few_read_again=short_text_check.few_enough_for_driver(needs_input),
+        ),
         observe=short_text_check.totals(),
     )
     return scored, stages.observed["verify_texts"]

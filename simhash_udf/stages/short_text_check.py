@@ -34,7 +34,7 @@ from simhash_udf.stages import udfs
 
 def texts_by_fingerprint(
     signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame, from_input: bool = True,
-    few: bool = False,
+    few: bool = False, few_read_again: bool = False,
 ) -> DataFrame:
     """The distinct normalised texts of `fingerprints`: `fingerprint` (long), `text`.
 
@@ -47,8 +47,10 @@ def texts_by_fingerprint(
     a caller that knows every text asked for is carried (`mark_pairs`' `needs_input`) passes
     False, and the input is not read at all (a scan of the whole crawl, HTML extraction
     included, to compare a few short texts). few: the fingerprints are the driver's few
-    (`scored_on_driver`): they and the documents read again are broadcast, and the input is
-    streamed past them, never shuffled.
+    (`scored_on_driver`): they are broadcast, and so are the documents read again.
+    few_read_again: the documents read again are known to be few (few pairs need the input):
+    they are broadcast and the input is streamed past them. Otherwise the join shuffles the
+    input, raw texts (HTML) and all, as it must when many texts are read again.
     """
     short_text = F.col("short_text") if "short_text" in signed.columns else F.lit(None).cast("string")
     fingerprints = fingerprints.select("fingerprint")
@@ -64,7 +66,7 @@ def texts_by_fingerprint(
         return carried
     missing = wanted.where(F.col("short_text").isNull()).select("id", "fingerprint")
     raw = docs.select(F.col(config.id_col).alias("id"), F.col(config.text_col).cast("binary").alias("raw"))
-    return carried.unionByName(raw.join(F.broadcast(missing) if few else missing, "id").select(
+    return carried.unionByName(raw.join(F.broadcast(missing) if few or few_read_again else missing, "id").select(
         "fingerprint",
         udfs.normalised_text(F.col("raw"), config.html, config.extract).getField("text").alias("text"),
     ))
@@ -183,14 +185,17 @@ def unchecked(marked: DataFrame) -> DataFrame:
 
 
 def score_marked(
-    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, from_input: bool = True
+    marked: DataFrame, signed: DataFrame, docs: DataFrame, config: DedupeConfig, from_input: bool = True,
+    few_read_again: bool = False,
 ) -> DataFrame:
     """`scored_pairs` of every `marked` pair (`mark_pairs`): those that need texts against their
     texts (`texts_by_fingerprint`), the others unchecked. from_input: some marked pair
-    `needs_input`; False: every text needed was carried by the one pass, and the input is not read."""
+    `needs_input`; False: every text needed was carried by the one pass, and the input is not
+    read. few_read_again: few pairs need the input (`few_enough_for_driver`), so the documents
+    read again are broadcast, not joined by a shuffle of the input."""
     needing = marked.where("needs_texts").select("fp_a", "fp_b", "distance")
     wanted = needing.select(F.col("fp_a").alias("fingerprint")).union(needing.select(F.col("fp_b").alias("fingerprint")))
-    texts = texts_by_fingerprint(signed, docs, config, wanted, from_input)
+    texts = texts_by_fingerprint(signed, docs, config, wanted, from_input, few_read_again=few_read_again)
     scored = scored_pairs(needing, texts, config.verify)
     return scored.unionByName(unchecked(marked))
 

@@ -275,6 +275,37 @@ def test_a_long_text_paired_with_a_short_one_is_read_from_the_input(spark, tmp_p
 
 
 @pytest.mark.spark
+def test_few_texts_read_again_are_broadcast_and_the_input_is_not_shuffled(spark, tmp_path):
+    """In Spark, with few pairs needing the input, the documents read again are broadcast to a
+    scan of the input (a shuffle would move every raw text, HTML and all, for a few of them),
+    with the same verdicts as the join by shuffle. Spark's own broadcasting of small frames is
+    turned off, so the only broadcast join in the plan is the one asked for."""
+    from simhash_udf.core.config import DedupeConfig
+    from simhash_udf.stages.short_text_check import score_marked
+
+    config = DedupeConfig(verify=VerifyConfig(threshold=0.3, below_chars=60))
+    short = "the battery lasts two full days"
+    long_text = short + " and the screen is bright enough to read in the sun, says every reviewer who took it out" * 2
+    docs, signed, marked, _, _ = _checked_pairs(spark, {1: short, 2: long_text}, config, tmp_path)
+    assert [r["needs_input"] for r in marked.collect()] == [True]
+
+    def verdicts_and_plan(few_read_again):
+        frame = score_marked(marked, signed, docs, config, from_input=True, few_read_again=few_read_again)
+        rows = sorted((r["fp_a"], r["fp_b"], r["checked"], r["similarity"], r["kept"]) for r in frame.collect())
+        return rows, frame._jdf.queryExecution().executedPlan().toString()
+
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        broadcast_rows, broadcast_plan = verdicts_and_plan(True)
+        shuffled_rows, shuffled_plan = verdicts_and_plan(False)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
+    assert broadcast_rows == shuffled_rows and len(broadcast_rows) == 1
+    assert "BroadcastHashJoin" in broadcast_plan and "BroadcastHashJoin" not in shuffled_plan
+
+
+@pytest.mark.spark
 def test_pairs_judged_on_the_driver_equal_the_pairs_judged_in_spark(spark, tmp_path):
     """`scored_on_driver` (a few pairs, texts all carried) gives the rows `score_marked` gives,
     fingerprints carrying several texts included (they differ only by punctuation, which no
