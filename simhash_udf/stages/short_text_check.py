@@ -7,12 +7,13 @@ sets reaches T (`core/short_text_policy.keeps` is the same rule for one pair, in
 Python). `mark_pairs` marks the band join's pairs that need their texts, `score_marked`
 scores those against their texts before the connected components, and `kept_pairs` keeps the
 survivors. The texts are the ones the one pass carried (`documents.signed_documents`'
-`short_text`: under `short_text_policy.carried_below`, a little over L); a longer text in such a
-pair is normalised again from the input, which is read only when some pair has one. Because the check may drop a pair, the
-band join never summarises pairs the check looks at (`checked_fingerprints`): a hot run's
-pairs with a short text are all listed and checked, so the clusters are the components of
-every pair within k that the policy keeps, whatever the row order. Exact copies share one
-text and so one fingerprint: no pair joins them, and the check never separates them.
+`short_text`: under `short_text_policy.carried_below`, a little over L); a longer text in
+such a pair is normalised again from the input, which is read only when some pair has one.
+Because the check may drop a pair, the band join never summarises pairs the check looks at
+(`checked_fingerprints`): a hot run's pairs with a short text are all listed and checked, so
+the clusters are the components of every pair within k that the policy keeps, whatever the
+row order. Exact copies share one text and so one fingerprint: no pair joins them, and the
+check never separates them.
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def score_marked(
 # marked there (`marked_on_driver`), and those needing texts are judged there
 # (`scored_on_driver`). In Spark each step is a stage result of joins and shuffles, with a
 # query plan compiled for it (2,000 HTML pages: 4.6 s for one checked pair, 0.6 s on the
-# driver; 1M short documents, 24,771 pairs: 15.7 s, ~2 s on the driver). The driver reads the
+# driver; 1M short documents, 24,771 pairs: 15.7 s, 7.7 s on the driver, 4 s of which scan
+# the input for the one pair whose longer text was not carried). The driver reads the
 # fingerprints' rows and the carried texts by a broadcast semi-join with stored results, a
 # Spark job each and no shuffle, and the few texts the one pass did not carry by one scan of
 # the input past them. Texts of more than DRIVER_ROWS documents (a short text copied all
