@@ -21,6 +21,8 @@
 #   driver collector  the parallel garbage collector (-XX:+UseParallelGC), unless a collector is
 #                     chosen in --driver-java-options, a --conf, spark-defaults.conf or the JVM's
 #                     environment variables (not in cluster deploy mode)
+#   driver compiler   in local mode, over texts (not --fingerprint-col): C1 only
+#                     (-XX:TieredStopAtLevel=1), unless the compilers are chosen as above
 #
 # Local mode runs everything from the project's environment. Any other master gets the
 # executors' environment packed by scripts/pack_env.sh (cached in build/) and shipped with
@@ -197,6 +199,20 @@ if [ "$deploy_mode" != cluster ]; then
   if ! grep -Eq -- '-XX:[+-]Use[A-Za-z0-9_]*GC([^A-Za-z0-9_]|$)' <<<"$options_seen"; then
     java_options="$java_options -XX:+UseParallelGC"
   fi
+  # A local run over texts compiles with C1 only (a run on --fingerprint-col keeps C2), unless
+  # the compilers are chosen anywhere the JVM takes options from: session.py's QUICK_JIT and
+  # jit_chosen (why, measured).
+  over_texts=1
+  for word in ${job_args[@]+"${job_args[@]}"}; do
+    case $word in --fingerprint-col | --fingerprint-col=*) over_texts=0 ;; esac
+  done
+  case $master in
+    local | local\[*)
+      if [ "$over_texts" = 1 ] && ! grep -Eq -- '-XX:(TieredStopAtLevel=|[+-]TieredCompilation([^A-Za-z0-9_]|$))' <<<"$options_seen"; then
+        java_options="$java_options -XX:TieredStopAtLevel=1"
+      fi
+      ;;
+  esac
   # The driver JVM maps the classes a run loads from the environment's class data sharing
   # archive, recorded by ./quickstart.sh (SIMHASH_RECORD_CLASS_ARCHIVE: record one there at
   # exit; SIMHASH_CLASS_ARCHIVE: another archive, or none): seconds off a small run's start. The

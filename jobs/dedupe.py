@@ -286,7 +286,8 @@ def run_job(argv: Sequence[str] | None = None, spark: SparkSession | None = None
     except ConfigError as error:
         print(f"dedupe.py: error: {error}", file=sys.stderr)
         return 2
-    spark = spark or api.get_session(master=args.master)
+    # A run over texts starts a local driver JVM that compiles with C1 only (session.QUICK_JIT).
+    spark = spark or api.get_session(master=args.master, quick_jit=config.fingerprint_col is None)
     if args.explain:
         try:
             print(api.explain_run(spark, config, args.input, args.format, args.index, args.index_size))

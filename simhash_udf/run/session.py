@@ -83,6 +83,19 @@ _JAVA_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
 DRIVER_GC = "-XX:+UseParallelGC"
 # A JVM option that selects (or deselects) a collector: -XX:+UseG1GC, -XX:-UseParallelGC, ...
 GC_OPTION = re.compile(r"-XX:[+-]Use\w*GC(?!\w)")
+# The driver JVM's compiler for a run over texts in local mode: C1 only, not C1 then C2. There
+# the JVM's share of the work is small (the Python workers normalise and fingerprint), and C2's
+# compiler threads, busy for the first minute of every run, take CPU from the two task threads
+# of a small machine. Measured with ./submit.sh, local, alternating runs: the sample's job time
+# 12.6 -> 10.2 s (medians of 3), 5 MB of Chinese 14.1 -> 12.0 s, 200 MB 37.9 -> 33.1 s, 1M
+# short documents 205 -> 201 s. A run on precomputed fingerprints (--fingerprint-col) is all
+# JVM work, where C2's code pays: 4M fingerprints 29.3 s with C2, 33.8 s with C1 only, so it
+# keeps C2, and so do sessions started without `quick_jit` (notebooks). A compiler the user
+# chose anywhere the JVM reads its options (`jit_chosen`) is kept. submit.sh applies the same
+# rule (tests/system/test_submit.py).
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# A JVM option that chooses the compilers: -XX:TieredStopAtLevel=N, -XX:[+-]TieredCompilation.
+JIT_OPTION = re.compile(r"-XX:(?:TieredStopAtLevel=|[+-]TieredCompilation(?!\w))")
 # The environment variables the JDK's launcher and Spark's scripts add to the driver's options.
 _JVM_OPTION_VARIABLES = ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
 
@@ -121,22 +134,36 @@ def _java_options_given(conf: Mapping[str, str]) -> bool:
     return _JAVA_OPTIONS_KEY in _spark_defaults(os.environ)
 
 
-def gc_chosen(conf: Mapping[str, str], environ: Mapping[str, str] | None = None) -> bool:
-    """Whether a garbage collector is chosen (`GC_OPTION`) anywhere the driver JVM takes options
-    from: conf's values, the launcher's and the JDK's environment variables
-    (`_JVM_OPTION_VARIABLES`), spark-defaults.conf. environ: default os.environ."""
+def _option_chosen(option: re.Pattern[str], conf: Mapping[str, str], environ: Mapping[str, str] | None) -> bool:
+    """Whether `option` is set anywhere the driver JVM takes options from: conf's values, the
+    launcher's and the JDK's environment variables (`_JVM_OPTION_VARIABLES`),
+    spark-defaults.conf. environ: default os.environ."""
     environ = os.environ if environ is None else environ
     texts = [*conf.values(), *(environ.get(name, "") for name in _JVM_OPTION_VARIABLES), _spark_defaults(environ)]
-    return any(GC_OPTION.search(text) for text in texts)
+    return any(option.search(text) for text in texts)
+
+
+def gc_chosen(conf: Mapping[str, str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a garbage collector is chosen (`GC_OPTION`) anywhere the driver JVM takes options
+    from (`_option_chosen`)."""
+    return _option_chosen(GC_OPTION, conf, environ)
+
+
+def jit_chosen(conf: Mapping[str, str], environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the JIT compilers are chosen (`JIT_OPTION`) anywhere the driver JVM takes options
+    from (`_option_chosen`)."""
+    return _option_chosen(JIT_OPTION, conf, environ)
 
 
 def driver_java_options(
-    conf: Mapping[str, str], environ: Mapping[str, str] | None = None, prefix: str | None = None
+    conf: Mapping[str, str], environ: Mapping[str, str] | None = None, prefix: str | None = None,
+    quick_jit: bool = False,
 ) -> str:
     """The options `get_session` gives a driver JVM it starts: `DRIVER_GC` unless `gc_chosen`,
-    then `class_archive_options`; "" for none."""
+    `QUICK_JIT` when `quick_jit` unless `jit_chosen`, then `class_archive_options`; "" for none."""
     gc = "" if gc_chosen(conf, environ) else DRIVER_GC
-    return " ".join(option for option in (gc, class_archive_options(environ, prefix)) if option)
+    jit = QUICK_JIT if quick_jit and not jit_chosen(conf, environ) else ""
+    return " ".join(option for option in (gc, jit, class_archive_options(environ, prefix)) if option)
 
 
 def physical_memory_bytes() -> int | None:
@@ -201,11 +228,14 @@ def get_session(
     app_name: str = "simhash-dedupe",
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    quick_jit: bool = False,
 ) -> SparkSession:
     """The active session, or a new one (local mode on all cores unless a master is set).
 
     conf: further Spark settings for a new session (e.g. {"spark.driver.memory": "4g"});
     settings fixed at start-up have no effect on a session that is already running.
+    quick_jit: the session runs a job over texts: a local-mode driver JVM started here compiles
+    with C1 only (`QUICK_JIT`).
 
     A new local-mode JVM started here gets `local_driver_memory` of this machine unless conf,
     PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line), and any JVM
@@ -221,13 +251,14 @@ def get_session(
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    if is_local_master(master or conf.get("spark.master")) and not _jvm_running() and not _driver_memory_given(conf):
+    local = is_local_master(master or conf.get("spark.master"))
+    if local and not _jvm_running() and not _driver_memory_given(conf):
         total = physical_memory_bytes()
         conf["spark.driver.memory"] = local_driver_memory(total)
         log.info(driver_memory_note(conf["spark.driver.memory"], total))
     if not _jvm_running() and not _java_options_given(conf):
         # The driver JVM starts here: its collector, and the environment's class archive.
-        options = driver_java_options(conf)
+        options = driver_java_options(conf, quick_jit=quick_jit and local)
         if options:
             conf[_JAVA_OPTIONS_KEY] = options
     for key, value in conf.items():

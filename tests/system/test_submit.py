@@ -325,6 +325,34 @@ def test_submit_sh_and_the_session_give_the_driver_the_parallel_collector_unless
         assert (DRIVER_GC in driver_java_options(conf, environ=env).split()) == ours
 
 
+# case: (submit.sh's arguments, the environment, get_session's conf, its quick_jit)
+COMPILER_CASES = {
+    "over texts": ([], {}, {}, True),
+    "--fingerprint-col": (["--fingerprint-col", "fp"], {}, {}, False),
+    "--fingerprint-col=": (["--fingerprint-col=fp"], {}, {}, False),
+    "--driver-java-options": (["--driver-java-options", "-XX:TieredStopAtLevel=4"], {},
+                              {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"}, True),
+    "JAVA_TOOL_OPTIONS": ([], {"JAVA_TOOL_OPTIONS": "-XX:-TieredCompilation"}, {}, True),
+    "cluster master": (["--master", "spark://127.0.0.1:9"], {}, None, True),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPILER_CASES))
+def test_submit_sh_and_the_session_compile_with_c1_only_over_texts_in_local_mode(case):
+    """A local run over texts gets QUICK_JIT; a run on --fingerprint-col, a driver whose
+    compilers are chosen elsewhere, and a cluster's driver do not. get_session decides alike."""
+    from simhash_udf.run.session import QUICK_JIT, driver_java_options
+
+    args, env, conf, quick_jit = COMPILER_CASES[case]
+    env = {**{name: "" for name in JVM_OPTION_VARIABLES}, **env}
+    spark_words, _ = split_command(dry_run([*args, "--input", "x", "--output", "y"], **env))
+    java = [v for n, v in zip(spark_words, spark_words[1:]) if n == "--driver-java-options"]
+    ours = QUICK_JIT in (java[0].split() if java else [])
+    assert ours == (case == "over texts")
+    if conf is not None:
+        assert (QUICK_JIT in driver_java_options(conf, environ=env, quick_jit=quick_jit).split()) == ours
+
+
 def test_the_default_class_archive_is_the_environments(tmp_path):
     """Without SIMHASH_CLASS_ARCHIVE, both look for driver-classes.jsa in the environment."""
     from simhash_udf.run.session import CLASS_ARCHIVE_NAME, class_archive_options
