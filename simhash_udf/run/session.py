@@ -239,8 +239,8 @@ def get_session(
 
     A new local-mode JVM started here gets `local_driver_memory` of this machine unless conf,
     PYSPARK_SUBMIT_ARGS or SPARK_DRIVER_MEMORY set it (said in one log line), and any JVM
-    started here gets `driver_java_options` (the parallel collector, the environment's class
-    archive) through spark.driver.defaultJavaOptions unless something sets that option already. The
+    started here gets `driver_java_options` (the parallel collector, C1 only with quick_jit in
+    local mode, the environment's class archive) through spark.driver.defaultJavaOptions unless something sets that option already. The
     readers' batch is READER_BATCH_ROWS unless the session's conf already sets it (--conf).
 
     Python workers run the interpreter that runs the driver unless PYSPARK_PYTHON says
@@ -257,7 +257,7 @@ def get_session(
         conf["spark.driver.memory"] = local_driver_memory(total)
         log.info(driver_memory_note(conf["spark.driver.memory"], total))
     if not _jvm_running() and not _java_options_given(conf):
-        # The driver JVM starts here: its collector, and the environment's class archive.
+        # The driver JVM starts here: its collector, its compilers, the environment's class archive.
         options = driver_java_options(conf, quick_jit=quick_jit and local)
         if options:
             conf[_JAVA_OPTIONS_KEY] = options
