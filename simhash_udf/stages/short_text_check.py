@@ -35,7 +35,7 @@ from simhash_udf.stages import udfs
 
 def texts_by_fingerprint(
     signed: DataFrame, docs: DataFrame, config: DedupeConfig, fingerprints: DataFrame, from_input: bool = True,
-    few: bool = False, few_read_again: bool = False,
+    few_fingerprints: bool = False, few_read_again: bool = False,
 ) -> DataFrame:
     """The distinct normalised texts of `fingerprints`: `fingerprint` (long), `text`.
 
@@ -47,17 +47,17 @@ def texts_by_fingerprint(
     normalised again from the input, one document per distinct text, only when `from_input`:
     a caller that knows every text asked for is carried (`mark_pairs`' `needs_input`) passes
     False, and the input is not read at all (a scan of the whole crawl, HTML extraction
-    included, to compare a few short texts). few: the fingerprints are the driver's few
-    (`scored_on_driver`): they are broadcast, and so are the documents read again.
-    few_read_again: the documents read again are known to be few (few pairs need the input):
-    they are broadcast and the input is streamed past them. Otherwise the join shuffles the
-    input, raw texts (HTML) and all, as it must when many texts are read again.
+    included, to compare a few short texts). few_fingerprints: the fingerprints are the
+    driver's few (`scored_on_driver`): they are broadcast. few_read_again: the documents read
+    again are known to be few (few pairs need the input): they are broadcast and the input is
+    streamed past them. Otherwise the join shuffles the input, raw texts (HTML) and all, as it
+    must when many texts are read again.
     """
     short_text = F.col("short_text") if "short_text" in signed.columns else F.lit(None).cast("string")
     fingerprints = fingerprints.select("fingerprint")
     wanted = (
         signed.where(F.col("fingerprint").isNotNull())
-        .join(F.broadcast(fingerprints) if few else fingerprints.distinct(), "fingerprint", "left_semi")
+        .join(F.broadcast(fingerprints) if few_fingerprints else fingerprints.distinct(), "fingerprint", "left_semi")
         .groupBy("exact_key", "fingerprint")
         # One normalised text per exact key, so any of its documents' short_text is the same.
         .agg(F.min("id").alias("id"), F.min(short_text).alias("short_text"))
@@ -67,7 +67,7 @@ def texts_by_fingerprint(
         return carried
     missing = wanted.where(F.col("short_text").isNull()).select("id", "fingerprint")
     raw = docs.select(F.col(config.id_col).alias("id"), F.col(config.text_col).cast("binary").alias("raw"))
-    return carried.unionByName(raw.join(F.broadcast(missing) if few or few_read_again else missing, "id").select(
+    return carried.unionByName(raw.join(F.broadcast(missing) if few_read_again else missing, "id").select(
         "fingerprint",
         udfs.normalised_text(F.col("raw"), config.html, config.extract).getField("text").alias("text"),
     ))
@@ -300,7 +300,7 @@ def scored_on_driver(
         if uncarried:
             read_again = texts_by_fingerprint(
                 signed, docs, config, driver_frame(marked.sparkSession, [(fp,) for fp in uncarried], FINGERPRINT_SCHEMA),
-                from_input=True, few=True,
+                from_input=True, few_fingerprints=True, few_read_again=True,
             )
             found |= {(r["fingerprint"], r["text"]) for r in read_again.collect()}
     texts: dict[int, list[str]] = {}
