@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simhash_udf.core import normalise
-from simhash_udf.core.table_cache import CACHE_DIR_VARIABLE, cache_dir, cached_json, table_key
+from simhash_udf.core.table_cache import CACHE_DIR_VARIABLE, cache_dir, cached_arrays, cached_json, table_key
 
 
 @pytest.fixture
@@ -106,3 +107,35 @@ def test_stored_regional_triggers_are_the_derived_ones_and_are_read_back(
         assert "软件" in normalise.to_canonical_chinese("我们的软体。")
     finally:
         normalise.regional_triggers.cache_clear()
+
+
+def test_arrays_are_derived_once_then_read_with_their_types(cache: Path) -> None:
+    calls = []
+
+    def derive() -> dict:
+        calls.append(1)
+        return {"hashes": np.array([3, 1 << 63], dtype=np.uint64), "values": np.array([0.5, 2.25])}
+
+    first = cached_arrays("demo", "k1", derive)
+    second = cached_arrays("demo", "k1", derive)
+    assert calls == [1]
+    for table in (first, second):
+        assert table["hashes"].dtype == np.uint64 and table["hashes"].tolist() == [3, 1 << 63]
+        assert table["values"].tolist() == [0.5, 2.25]
+    assert [p.name for p in cache.iterdir()] == ["demo-k1.npz"]
+
+
+def test_damaged_arrays_are_derived_again_and_replaced(cache: Path) -> None:
+    cache.mkdir()
+    (cache / "demo-k1.npz").write_bytes(b"PK\x03\x04 cut short")
+    table = cached_arrays("demo", "k1", lambda: {"values": np.arange(3)})
+    assert table["values"].tolist() == [0, 1, 2]
+    assert cached_arrays("demo", "k1", lambda: {"values": np.arange(5)})["values"].tolist() == [0, 1, 2]
+
+
+def test_arrays_holding_objects_are_never_unpickled(cache: Path) -> None:
+    """A shared folder's file must not run code when read: an object array is refused, and
+    the table derived instead."""
+    cache.mkdir()
+    np.savez(cache / "demo-k1.npz", values=np.array([{"a": 1}], dtype=object))
+    assert cached_arrays("demo", "k1", lambda: {"values": np.arange(2)})["values"].tolist() == [0, 1]
