@@ -8,8 +8,10 @@ WARC and WET by `files/warc.py`; output is `files/outputs.py`'s.
 from __future__ import annotations
 
 import logging
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,17 @@ _EXTENSIONS = {
 # a task's memory, and Spark's binaryFile reader stops at 2 GiB).
 _MAX_CHECKED_BYTES = 1 << 30
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".zst", ".snappy", ".lz4", ".deflate", ".xz")
+
+
+# How many splits Spark cuts the input's files into (and so how many tasks read it, and how many
+# files a parsed copy has, which its readers split no further). Spark's own count is
+# ceil(bytes / spark.sql.files.maxPartitionBytes) above maxPartitionBytes x cores: 345 MB of
+# HTML on 2 cores made 3 splits, and the one pass over the text ran 2 of them, then the third
+# while the other core idled (the signatures stage 25 s where its tasks added up to 40 s of
+# work). A run asks for a multiple of the cores instead (`balance_splits`), unless the session
+# sets this itself, and gives the session its own setting back at its end
+# (`split_setting_restored`: a notebook's session is the user's).
+MIN_SPLITS_KEY = "spark.sql.files.minPartitionNum"
 
 
 class InputError(ValueError):
@@ -211,6 +224,7 @@ def read_input_files(
     path: str,
     fmt: str | None = None,
     keep_types: Mapping[str, tuple[type[DataType], ...]] | None = None,
+    files: list[InputFile] | None = None,
 ) -> RawInput:
     """Read the input, damaged files included, as a DataFrame of its own columns plus:
 
@@ -230,8 +244,9 @@ def read_input_files(
     Damaged files (`damaged_files`) never fail the read: json and csv keep the rows before
     the damage (none for csv, whose records may span lines), text gives the file one row with
     `_damaged_file` set, Parquet leaves the file out.
+    files: the input's files when the caller has listed them (`input_files(spark, path)`).
     """
-    files = input_files(spark, path)
+    files = files if files is not None else input_files(spark, path)
     fmt = fmt or infer_format([f.path for f in files])
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -250,6 +265,41 @@ def read_input_files(
     else:
         frame = json_csv.read_parsed(spark, fmt, whole, [f.path for f in files if f.path in broken], keep_types or {})
     return RawInput(frame, fmt, damaged)
+
+
+def balanced_split_count(total_bytes: int, cores: int, max_split_bytes: int) -> int:
+    """The fewest splits of at most `max_split_bytes` that a multiple of `cores` can be: every
+    wave of tasks then keeps every core busy. Up to max_split_bytes x cores this is `cores`,
+    Spark's own minimum, and above many waves the splits are max_split_bytes as before."""
+    waves = max(1, math.ceil(total_bytes / (max_split_bytes * max(cores, 1))))
+    return max(cores, 1) * waves
+
+
+def balance_splits(spark: SparkSession, files: list[InputFile]) -> None:
+    """Set MIN_SPLITS_KEY to `balanced_split_count` of the files' bytes on the session's cores
+    (its default parallelism), unless the session already sets it."""
+    if spark.conf.get(MIN_SPLITS_KEY, None) is not None:
+        return
+    jvm = spark.sparkContext._jvm
+    max_split = jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
+        spark.conf.get("spark.sql.files.maxPartitionBytes")
+    )
+    count = balanced_split_count(sum(f.size for f in files), spark.sparkContext.defaultParallelism, max_split)
+    spark.conf.set(MIN_SPLITS_KEY, str(count))
+
+
+@contextmanager
+def split_setting_restored(spark: SparkSession) -> Iterator[None]:
+    """Give the session back its own MIN_SPLITS_KEY (or none) when the block ends, whatever
+    `read_input_files` set inside it."""
+    before = spark.conf.get(MIN_SPLITS_KEY, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(MIN_SPLITS_KEY)
+        else:
+            spark.conf.set(MIN_SPLITS_KEY, before)
 
 
 def needs_materialising(fmt: str) -> bool:

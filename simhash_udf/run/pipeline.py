@@ -64,7 +64,8 @@ def run(
         finder.abort()
         raise
     try:
-        result, samples = _run_staged(spark, config, input_path, fmt, target, started, finder)
+        with inputs.split_setting_restored(spark):
+            result, samples = _run_staged(spark, config, input_path, fmt, target, started, finder)
         result["output"] = output
         target.write_text("report.json", outputs.report_json(result))
         target.write_text("report.html", html_page.render(result, samples))
@@ -117,8 +118,12 @@ def read_input(
     input_path: str,
     fmt: str | None = None,
     stages: Stages | None = None,
+    balance_splits: bool = False,
 ) -> Input:
     """Read the input and check it: the columns `config` needs, and unique ids.
+
+    balance_splits: cut the input into a multiple of the session's cores (`inputs.balance_splits`:
+    sets a session setting, which the caller restores, as `run` does).
 
     JSON and CSV input is materialised once (see `inputs.needs_materialising`); the rows and
     the rejected rows by reason are counted in the same pass (`documents.row_counts`). Raises
@@ -129,7 +134,10 @@ def read_input(
     """
     stages = stages or Stages()
     with stages.timed("read"):
-        raw = inputs.read_input_files(spark, input_path, fmt, documents.keep_types(config))
+        files = inputs.input_files(spark, input_path)
+        if balance_splits:
+            inputs.balance_splits(spark, files)
+        raw = inputs.read_input_files(spark, input_path, fmt, documents.keep_types(config), files)
         frame, fmt = documents.complete_columns(raw.frame, config), raw.format
         documents.check_columns(frame, config)
     # The input's rows and its rejected rows by reason are counted in one pass: observed while
@@ -189,7 +197,7 @@ def _run_staged(
     """The run inside the staging folder: the report and a few pairs for report.html."""
     stages = Stages(work=target.work, spark=spark)
     stages.count_jobs(spark, f"simhash_udf-{target.work}")
-    source = read_input(spark, config, input_path, fmt, stages)
+    source = read_input(spark, config, input_path, fmt, stages, balance_splits=True)
     stages.documents = source.rows
     docs, fmt = source.documents, source.format
     config = warc.document_config(config, fmt)

@@ -19,7 +19,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from simhash_udf.files.inputs import InputError, damaged_files, infer_format, input_files, read_input_files
+from simhash_udf.files.inputs import (
+    MIN_SPLITS_KEY,
+    InputError,
+    balance_splits,
+    balanced_split_count,
+    damaged_files,
+    infer_format,
+    input_files,
+    read_input_files,
+    split_setting_restored,
+)
 
 # -- the format from the file names (README: ".parquet, .jsonl/.json/.ndjson, .csv, .txt,
 # optionally compressed"; .warc/.wet for crawls) --------------------------------------------
@@ -227,3 +237,53 @@ def test_a_format_named_by_hand_must_be_known(spark, tmp_path):
     (tmp_path / "a.jsonl").write_bytes(JSON_BYTES)
     with pytest.raises(InputError, match="unknown format 'xml'"):
         read_input_files(spark, str(tmp_path), fmt="xml")
+
+
+# -- how many splits the input is cut into: a multiple of the cores --------------------------
+
+
+def test_the_balanced_split_count_is_the_fewest_multiple_of_the_cores_within_the_split_size() -> None:
+    mb = 1 << 20
+    for total in (0, 1, 5 * mb, 128 * mb, 256 * mb, 257 * mb, 345 * mb, 1000 * mb, 10**12):
+        for cores in (1, 2, 3, 8, 200):
+            count = balanced_split_count(total, cores, 128 * mb)
+            assert count % cores == 0 and count >= cores
+            assert total / count <= 128 * mb  # no split over the size Spark allows
+            # One wave fewer would need splits over that size (brute force over the multiples).
+            fewer = [n for n in range(cores, count, cores) if total / n <= 128 * mb]
+            assert fewer == []
+    assert balanced_split_count(345 * mb, 2, 128 * mb) == 4  # Spark alone: 3 splits on 2 cores
+    assert balanced_split_count(200 * mb, 2, 128 * mb) == 2  # as Spark's own minimum
+
+
+@pytest.mark.spark
+def test_a_run_reads_its_input_in_a_multiple_of_the_cores_and_gives_the_session_its_setting_back(spark, tmp_path):
+    """cores + 0.5 split sizes of JSON lines: Spark alone cuts cores + 1 splits, the last read
+    while the other cores idle; balanced, 2 x cores. The session's own setting is back afterwards."""
+    cores = spark.sparkContext.defaultParallelism
+    line = json.dumps({"id": 0, "text": "x" * 1000}).encode() + b"\n"
+    (tmp_path / "docs.jsonl").write_bytes(line * ((cores * 2 + 1) * (1 << 20) // len(line)))
+    files = input_files(spark, str(tmp_path))
+    # Splits of 2 MiB, a file's open cost 64 KiB (Spark's defaults: 128 MiB and 4 MiB).
+    sizes = {"spark.sql.files.maxPartitionBytes": "2m", "spark.sql.files.openCostInBytes": "64k"}
+    before = {key: spark.conf.get(key) for key in sizes}
+    try:
+        for key, value in sizes.items():
+            spark.conf.set(key, value)
+        assert spark.conf.get(MIN_SPLITS_KEY, None) is None
+        assert read_input_files(spark, str(tmp_path), files=files).frame.rdd.getNumPartitions() == cores + 1
+        with split_setting_restored(spark):
+            balance_splits(spark, files)
+            assert read_input_files(spark, str(tmp_path), files=files).frame.rdd.getNumPartitions() == 2 * cores
+        assert spark.conf.get(MIN_SPLITS_KEY, None) is None
+        # A setting of the session's own is kept, during a run and after it.
+        spark.conf.set(MIN_SPLITS_KEY, "5")
+        with split_setting_restored(spark):
+            balance_splits(spark, files)
+            assert spark.conf.get(MIN_SPLITS_KEY) == "5"
+            spark.conf.set(MIN_SPLITS_KEY, "9")
+        assert spark.conf.get(MIN_SPLITS_KEY) == "5"
+    finally:
+        spark.conf.unset(MIN_SPLITS_KEY)
+        for key, value in before.items():
+            spark.conf.set(key, value)
