@@ -150,7 +150,9 @@ def idfs(tokens: Sequence[str]) -> list[float]:
     hashes = np.fromiter((token_hash(token) for token in tokens), dtype=np.uint64, count=count)
     # An ASCII token holds no Han character: str.isascii is a flag read, the regex a scan (a
     # tenth of an English batch's time on its first pass, when most of its tokens are new).
-    han = np.fromiter((not token.isascii() and HAN.search(token) is not None for token in tokens), dtype=bool, count=count)
+    han = np.fromiter(
+        (not token.isascii() and HAN.search(token) is not None for token in tokens), dtype=bool, count=count
+    )
     out = np.empty(count, dtype=np.float64)
     out[han] = _looked_up(hashes[han], t.han_hashes, t.han_values, t.han_median)
     out[~han] = _looked_up(hashes[~han], t.en_hashes, t.en_values, _RAREST_IDF)

@@ -291,7 +291,7 @@ def balance_splits(spark: SparkSession, files: list[InputFile]) -> None:
 @contextmanager
 def split_setting_restored(spark: SparkSession) -> Iterator[None]:
     """Give the session back its own MIN_SPLITS_KEY (or none) when the block ends, whatever
-    `read_input_files` set inside it."""
+    `balance_splits` set inside it."""
     before = spark.conf.get(MIN_SPLITS_KEY, None)
     try:
         yield
