@@ -4,10 +4,11 @@ Features of a text are n-grams of its tokens, each hashed to 64 bits with xxh3 (
 across processes and machines, unlike Python's `hash()`). Bit i of the fingerprint is set
 when the weights of the features whose hash has bit i set outweigh those where it is clear.
 
-A batch is fingerprinted without a Python loop over its features: its tokens are numbered
-once (`pandas.factorize`), counted per document by numpy, and only the batch's distinct
-features are hashed and weighted in Python (a few per cent of its tokens, cached per
-process). `weighted_features` is the same computation written for one text, kept as the
+A batch is fingerprinted without a Python loop over its features: its tokens come as one
+Arrow list array (`tokens.batch_tokens`: texts without Han characters are split in C++),
+are numbered once (`pyarrow.compute.dictionary_encode`), counted per document by numpy,
+and only the batch's distinct features are hashed and weighted in Python (a few per cent
+of its tokens, cached per process). `weighted_features` is the same computation written for one text, kept as the
 definition the batch path is tested against.
 
 Fingerprints are returned as signed int64: Spark has no unsigned 64-bit type, so the same
@@ -29,7 +30,7 @@ import xxhash
 from simhash_udf.core import sketch
 from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.idf import idf, idfs
-from simhash_udf.core.tokens import ngrams, tokens
+from simhash_udf.core.tokens import batch_tokens, ngrams, tokens
 
 # A feature is the UTF-8 of its tokens joined by the unit separator, which normalised text
 # never contains, so ("ab", "c") and ("a", "bc") cannot hash alike.
@@ -186,7 +187,10 @@ def fingerprints(
     fingerprint: its has_fingerprint is False and its fingerprint value is meaningless.
     Equal to `weighted_features` + `feature_hash` + `simhash_from_hashes` text by text.
     """
-    per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
+    if config.ngram == 1:  # the features are the tokens, in any order (see _features_of)
+        per_text = batch_tokens(texts, config.tokenizer, config.segmenter, config.max_chars, ordered=False)
+    else:
+        per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
     return _fingerprints_of_features(_numbered(per_text, _with_idf(config)), config)
 
 
@@ -212,18 +216,14 @@ def signatures(texts: Sequence[str | None], config: FingerprintConfig, sketch_co
     The fingerprint is the one `fingerprints` gives (a bag of n-grams does not depend on the
     order the tokens came in); the sketch needs the tokens in text order.
     """
-    per_text_tokens = [
-        tokens(text[: config.max_chars], config.tokenizer, config.segmenter) if text else []
-        for text in texts
-    ]
-    token_array = pa.array(per_text_tokens, type=pa.list_(pa.string()))
+    token_array = batch_tokens(texts, config.tokenizer, config.segmenter, config.max_chars)
     # The tokens numbered and hashed once: with n-grams of 1 they are the fingerprint's
     # features as well as the sketch's shingles' parts.
     numbered = _numbered(token_array, _with_idf(config))
     if config.ngram == 1:
         features = numbered
     else:
-        grams = [[_JOIN.join(g) for g in ngrams(toks, config.ngram)] for toks in per_text_tokens]
+        grams = [[_JOIN.join(g) for g in ngrams(toks, config.ngram)] for toks in token_array.to_pylist()]
         features = _numbered(pa.array(grams, type=pa.list_(pa.string())), _with_idf(config))
     values, ok, n_features = _fingerprints_of_features(features, config)
     lengths, codes, vocab_hash = numbered.lengths, numbered.codes, numbered.hashes
