@@ -8,8 +8,8 @@ A batch is fingerprinted without a Python loop over its features: its tokens com
 Arrow list array (`tokens.batch_tokens`: texts without Han characters are split in C++),
 are numbered once (`pyarrow.compute.dictionary_encode`), counted per document by numpy,
 and only the batch's distinct features are hashed and weighted in Python (a few per cent
-of its tokens, cached per process). `weighted_features` is the same computation written for one text, kept as the
-definition the batch path is tested against.
+of its tokens, cached per process). `weighted_features` is the same computation written
+for one text, kept as the definition the batch path is tested against.
 
 Fingerprints are returned as signed int64: Spark has no unsigned 64-bit type, so the same
 64 bits are read as a signed long (bit 63 is the sign bit).
