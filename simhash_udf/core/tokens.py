@@ -2,8 +2,8 @@
 
 `tokens` takes one text; `batch_tokens` a batch, as one Arrow list array, splitting the texts
 without Han characters into words in Arrow's C++ (the same tokens, tested code point by code
-point). Pure functions, no Spark. jieba's prefix dictionary loads once per Python process (a cached
-loader), so a UDF calling `tokens` pickles cheaply and pays the loading once per worker.
+point). Pure functions, no Spark. jieba's prefix dictionary loads once per Python process (a
+cached loader), so a UDF calling `tokens` pickles cheaply and pays the loading once per worker.
 """
 
 from __future__ import annotations
@@ -190,7 +190,9 @@ def batch_tokens(
     if not han.any():
         return _arrow_word_tokens(array)
     with_han = np.flatnonzero(han)
-    mixed = pa.array([mixed_tokens(cut[i], segmenter, ordered) for i in with_han.tolist()], type=pa.list_(pa.string()))
+    mixed = pa.array(
+        [mixed_tokens(cut[i], segmenter, ordered) for i in with_han.tolist()], type=pa.list_(pa.string())
+    )
     if han.all():
         return mixed
     without_han = np.flatnonzero(~han)
