@@ -33,6 +33,8 @@ log = logging.getLogger("simhash_udf")
 
 # Where the tables go: this variable, else $XDG_CACHE_HOME/simhash_udf, else ~/.cache/simhash_udf.
 CACHE_DIR_VARIABLE = "SIMHASH_UDF_CACHE_DIR"
+# A stored table's permissions: readable by everyone (a table holds nothing private).
+TABLE_MODE = 0o644
 
 
 def cache_dir() -> Path:
@@ -102,6 +104,9 @@ def _store(path: Path, name: str, write: Callable[[IO[bytes]], None]) -> None:
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{name}-", suffix=".tmp")
         with os.fdopen(handle, "wb") as out:
             write(out)
+        # mkstemp's file is its owner's alone; a shared folder's other users (executors that
+        # run as another user than the driver) would derive the table again and replace it.
+        os.chmod(temporary, TABLE_MODE)
         os.replace(temporary, path)
     except OSError as error:
         log.debug("cached table %s not written (%s)", path, error)

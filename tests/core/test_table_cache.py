@@ -139,3 +139,13 @@ def test_arrays_holding_objects_are_never_unpickled(cache: Path) -> None:
     cache.mkdir()
     np.savez(cache / "demo-k1.npz", values=np.array([{"a": 1}], dtype=object))
     assert cached_arrays("demo", "k1", lambda: {"values": np.arange(2)})["values"].tolist() == [0, 1]
+
+
+def test_stored_tables_are_readable_by_every_user_of_a_shared_folder(cache: Path) -> None:
+    """A cluster's executors may run as another user than the driver that filled the folder:
+    each would derive its tables again (and replace the others') if the files were the
+    owner's alone, as mkstemp makes them. Nothing in a table is private."""
+    cached_json("shared", "k1", lambda: {"a": 1})
+    cached_arrays("shared", "k2", lambda: {"a": np.arange(3)})
+    for stored in cache.iterdir():
+        assert stored.stat().st_mode & 0o777 == 0o644, stored.name
