@@ -132,16 +132,11 @@ def simhash_from_hashes(
     return out.view(np.int64)
 
 
-def _features_of(text: str | None, config: FingerprintConfig) -> list[str]:
-    """The features of one normalised text, with repeats, in no particular order."""
+def _ngram_features(text: str | None, config: FingerprintConfig) -> list[str]:
+    """The n-gram features (n > 1) of one normalised text, with repeats."""
     if not text:
         return []
-    # A bag of single tokens does not depend on their order: the `auto` tokenizer may then
-    # segment all of a text's Han runs in one call.
-    ordered = config.ngram > 1
-    toks = tokens(text[: config.max_chars], config.tokenizer, config.segmenter, ordered=ordered)
-    if config.ngram == 1:
-        return toks
+    toks = tokens(text[: config.max_chars], config.tokenizer, config.segmenter)
     return [_JOIN.join(gram) for gram in ngrams(toks, config.ngram)]
 
 
@@ -187,10 +182,12 @@ def fingerprints(
     fingerprint: its has_fingerprint is False and its fingerprint value is meaningless.
     Equal to `weighted_features` + `feature_hash` + `simhash_from_hashes` text by text.
     """
-    if config.ngram == 1:  # the features are the tokens, in any order (see _features_of)
+    if config.ngram == 1:
+        # A bag of single tokens does not depend on their order: the `auto` tokenizer may then
+        # segment all of a text's Han runs in one call.
         per_text = batch_tokens(texts, config.tokenizer, config.segmenter, config.max_chars, ordered=False)
     else:
-        per_text = pa.array([_features_of(text, config) for text in texts], type=pa.list_(pa.string()))
+        per_text = pa.array([_ngram_features(text, config) for text in texts], type=pa.list_(pa.string()))
     return _fingerprints_of_features(_numbered(per_text, _with_idf(config)), config)
 
 

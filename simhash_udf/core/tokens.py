@@ -209,8 +209,8 @@ def _tokens_in_python(texts: list[str], tokenizer: str, segmenter: str, ordered:
     return pa.array(found, type=pa.list_(pa.string()))
 
 
-# `HAN` in RE2's syntax.
-_HAN_RE2 = r"[\x{3400}-\x{4dbf}\x{4e00}-\x{9fff}]"
+# `HAN` in RE2's syntax (`\x{4e00}` where Python writes `\u4e00`).
+_HAN_RE2 = re.sub(r"\\u([0-9a-fA-F]{4})", r"\\x{\1}", HAN.pattern)
 
 
 @functools.cache
