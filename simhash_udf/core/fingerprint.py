@@ -5,7 +5,7 @@ across processes and machines, unlike Python's `hash()`). Bit i of the fingerpri
 when the weights of the features whose hash has bit i set outweigh those where it is clear.
 
 A batch is fingerprinted without a Python loop over its features: its tokens come as one
-Arrow list array (`tokens.batch_tokens`: texts without Han characters are split in C++),
+Arrow list array (`tokens.batch_tokens`: texts without Han characters are split by numpy),
 are numbered once (`pyarrow.compute.dictionary_encode`), counted per document by numpy,
 and only the batch's distinct features are hashed and weighted in Python (a few per cent
 of its tokens, cached per process). `weighted_features` is the same computation written

@@ -1,8 +1,9 @@
 """`core.tokens.batch_tokens` against `tokens` text by text (no Spark).
 
-The batch path splits texts without Han characters in Arrow (RE2) with a character class
-written out from Python's `\\w`; these tests hold it to Python's own tokens: the class code
-point by code point, and whole batches of mixed scripts, empty texts and cut texts.
+The batch path splits texts without Han characters by numpy over their UTF-8 bytes, with a table
+of the code points Python's `\\w` matches; these tests hold it to Python's own tokens: every
+code point (1 to 4 UTF-8 bytes) on its own, and whole batches of mixed scripts, empty texts,
+texts whose words touch across the batch and cut texts.
 """
 
 from __future__ import annotations
@@ -11,24 +12,41 @@ import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.core.tokens import _non_word_run_re2, batch_tokens, tokens
+from simhash_udf.core.tokens import _utf8_word_tokens, batch_tokens, tokens
 
 
-def test_the_non_word_class_is_pythons_on_every_code_point() -> None:
-    """Every code point but the surrogates (which UTF-8 cannot hold), one string each:
-    RE2 matches it exactly when Python's `\\w` does not."""
+def test_every_code_point_is_a_token_exactly_when_pythons_word_class_holds_it() -> None:
+    """Every code point but the surrogates (which UTF-8 cannot hold), one text each: its UTF-8
+    decoded by the batch path and looked up gives one token exactly when Python's `\\w`
+    matches it, and none otherwise."""
     code_points = np.arange(0x110000, dtype=np.int64)
     code_points = code_points[(code_points < 0xD800) | (code_points > 0xDFFF)]
     characters = [chr(c) for c in code_points.tolist()]
     python_word = np.array([re.fullmatch(r"\w", c) is not None for c in characters])
-    re2_non_word = pc.match_substring_regex(pa.array(characters), f"^{_non_word_run_re2()}$")
-    disagree = np.flatnonzero(python_word == re2_non_word.to_numpy(zero_copy_only=False))
+    found = _utf8_word_tokens(pa.array(characters))
+    counts = np.diff(found.offsets.to_numpy())
+    assert set(counts.tolist()) <= {0, 1}
+    disagree = np.flatnonzero(python_word != (counts == 1))
     assert disagree.size == 0, [hex(int(code_points[i])) for i in disagree[:20]]
+    assert found.flatten().to_pylist() == [c for c, w in zip(characters, python_word) if w]
+
+
+def test_words_touching_across_texts_stay_in_their_own_texts() -> None:
+    """The batch's texts lie end to end in one buffer: a word ending one text and a word
+    starting the next are two tokens, and an empty text between them has none."""
+    texts = ["ab", "cd", "", "é", "ü x", "-", "yz", "中文"]
+    assert batch_tokens(texts, "word").to_pylist() == [["ab"], ["cd"], [], ["é"], ["ü", "x"], [], ["yz"], ["中文"]]
+
+
+def test_a_slice_of_a_string_array_is_split_from_its_own_first_byte() -> None:
+    """Arrow slices share the whole array's buffers; the split starts at the slice's offset."""
+    whole = pa.array(["skip me", "one two", "", "three", "last words"])
+    assert _utf8_word_tokens(whole.slice(1, 3)).to_pylist() == [["one", "two"], [], ["three"]]
+    assert _utf8_word_tokens(whole.slice(5, 0)).to_pylist() == []
 
 
 _SCRIPTS = st.text(
