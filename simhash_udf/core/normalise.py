@@ -1,6 +1,6 @@
 """The form two texts are compared in: NFKC, Chinese of every region in one script and one
 vocabulary, case folded, whitespace collapsed (`normalise`); and which texts hold Han ideographs
-(`has_han`, `HAN`).
+(`has_han`, `HAN`; `utf8_may_hold_han` rules them out from a text's bytes).
 
 Chinese is brought to Simplified characters with the mainland's vocabulary
 (`to_canonical_chinese`): a mainland page and its Taiwan or Hong Kong reprint (軟體/软件,
@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 from simhash_udf.core import regional_triggers as trigger_tables
 from simhash_udf.core.opencc_loader import converter
 from simhash_udf.core.regional_triggers import MARK, Triggers, TriggerStrings
@@ -32,6 +34,8 @@ from simhash_udf.core.table_cache import cached_json, table_key
 
 # Han ideographs (CJK Unified Ideographs and Extension A): what jieba segments.
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+# The least lead byte of a Han ideograph's UTF-8 (U+3400 is E3 90 80; U+9FFF is E9 BF BF).
+_HAN_UTF8_LEAD = 0xE3
 # Characters NFKC leaves alone and that never compose with a character before them (ASCII,
 # CJK unified ideographs): a string can be cut before any of them and normalised piece by
 # piece. Cut after a Han character too (nothing composes with one); keep one ASCII
@@ -219,7 +223,9 @@ def nfkc(text: str) -> str:
     return _NFKC_UNSAFE.sub(_nfkc_piece, text)
 
 
-def normalise(text: str, chain: tuple[str, ...] = REGIONAL_CHAIN, fast: bool = True) -> str:
+def normalise(
+    text: str, chain: tuple[str, ...] = REGIONAL_CHAIN, fast: bool = True, may_hold_han: bool = True
+) -> str:
     """The form two texts are compared in.
 
     NFKC (full-width forms, ligatures and compatibility characters fold to their plain
@@ -230,8 +236,11 @@ def normalise(text: str, chain: tuple[str, ...] = REGIONAL_CHAIN, fast: bool = T
     chain: the OpenCC configurations `to_canonical_chinese` applies; bench/regional.py passes
     others to compare them (`("t2s",)` is the characters-only form before issue 13).
     fast: `to_canonical_chinese`'s fast path (same result; False prices the chain without it).
+    may_hold_han: False when the caller knows the text holds no Han ideograph (its UTF-8 had
+    no byte a Han character starts with: `utf8_may_hold_han`), which spares the search for
+    one; a tenth of normalising and fingerprinting English text.
     """
-    if HAN.search(text):
+    if may_hold_han and HAN.search(text):
         text = to_canonical_chinese(nfkc(text), chain, fast)
     else:
         # Mostly-ASCII text: CPython's own NFKC is faster than cutting it into pieces. NFKC
@@ -243,6 +252,13 @@ def normalise(text: str, chain: tuple[str, ...] = REGIONAL_CHAIN, fast: bool = T
     # str.split() splits on exactly the characters `\s` matches in a str pattern
     # (Py_UNICODE_ISSPACE), about three times faster than re.sub.
     return " ".join(text.casefold().split())
+
+
+def utf8_may_hold_han(raw: bytes) -> bool:
+    """False when these bytes, decoded as UTF-8 (invalid sequences replaced by U+FFFD), cannot
+    hold a Han ideograph: none of them is a byte the UTF-8 of one starts with (0xE3 to 0xE9)
+    or above. One numpy pass over the bytes, ~8x faster than searching the decoded text."""
+    return int(np.frombuffer(raw, dtype=np.uint8).max(initial=0)) >= _HAN_UTF8_LEAD
 
 
 def has_han(text: str) -> bool:

@@ -34,7 +34,7 @@ from simhash_udf.core import sketch as sketches
 from simhash_udf.core.config import FingerprintConfig, SketchConfig
 from simhash_udf.core.extract import extract as extract_html
 from simhash_udf.core.fingerprint import fingerprints, signatures
-from simhash_udf.core.normalise import normalise
+from simhash_udf.core.normalise import normalise, utf8_may_hold_han
 from simhash_udf.core.text_signatures import text_signatures
 from simhash_udf.files.encoding import decode_utf8
 
@@ -80,7 +80,9 @@ def _normalise_values(raw: pd.Series, html: bool, extract: str) -> tuple[list[st
         if text is not None and html:
             text, fallback = extract_html(text, extract)
         if text is not None:
-            text = normalise(text)
+            # Markup may spell a Han character as an entity (`&#x4e2d;`), so only plain
+            # text's bytes can rule one out.
+            text = normalise(text, may_hold_han=html or utf8_may_hold_han(value))
         texts.append(text)
         invalid.append(bad)
         fallbacks.append(fallback)

@@ -21,6 +21,7 @@ from simhash_udf.core.normalise import (
     normalise,
     regional_triggers,
     to_canonical_chinese,
+    utf8_may_hold_han,
 )
 from simhash_udf.core.regional_triggers import MARK, marking_converter
 
@@ -103,6 +104,37 @@ def test_has_han() -> None:
     assert not has_han("ひらがな カタカナ")  # kana are not Han
     assert not has_han("한국어")
     assert not has_han("")
+
+
+def test_every_han_ideographs_utf8_may_hold_han_and_text_without_a_high_byte_does_not() -> None:
+    """Every code point `HAN` matches (all of them, not a sample) against the byte test."""
+    han = [chr(c) for c in range(0x3000, 0xA000) if has_han(chr(c))]
+    assert len(han) == (0x4DBF - 0x3400 + 1) + (0x9FFF - 0x4E00 + 1)
+    assert all(utf8_may_hold_han(c.encode("utf-8")) for c in han)
+    assert not utf8_may_hold_han("Café — naïve “quotes” ½ ⼀ Ω ひ".encode()[:-3])  # all below 0xE3
+    assert not utf8_may_hold_han(b"")
+
+
+_BYTES_NEAR_HAN = st.lists(
+    st.one_of(st.binary(max_size=6), st.sampled_from([c.encode() for c in "中㐀鿿䶿ひ⼀豈한\ufffd"])), max_size=8
+).map(b"".join)
+
+
+@given(_NORMALISE_INPUT, _BYTES_NEAR_HAN)
+@settings(max_examples=300, deadline=None)
+def test_bytes_that_cannot_hold_han_never_decode_to_han(text: str, raw: bytes) -> None:
+    for data in (text.encode("utf-8"), raw, raw + text.encode("utf-8")):
+        decoded = data.decode("utf-8", errors="replace")
+        assert utf8_may_hold_han(data) or not has_han(decoded)
+
+
+@given(st.text(alphabet=st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from("⼀⼈豈﨎中ＡＢß \n")), max_size=30))
+@example("⾺ é")  # 馬 after NFKC, 马 after the chain
+@settings(max_examples=300, deadline=None)
+def test_normalise_told_its_bytes_hold_no_han_is_normalise(text: str) -> None:
+    """Kangxi radicals (U+2F00, UTF-8 from 0xE2) become Han ideographs under NFKC: the search
+    after NFKC still runs when the bytes ruled Han out."""
+    assert normalise(text, may_hold_han=utf8_may_hold_han(text.encode("utf-8"))) == normalise(text)
 
 
 # One word as the mainland, Taiwan and Hong Kong write it, from general knowledge (dictionaries

@@ -40,6 +40,10 @@ RAW: list[bytes | None] = [
     MENU_ONLY.encode(),
     b"<p>tiny</p>",
     ("<html><body><p>" + "重复的中文段落。" * 40 + "</p></body></html>").encode(),
+    # No byte of a Han character's UTF-8, yet Han once decoded: Kangxi radicals (NFKC makes
+    # them 馬車, the chain 马车) and, in markup, character references.
+    "⾺⾞ radicals".encode(),
+    b"<html><body><p>&#x99AC;&#x8ECA; in references</p></body></html>",
 ]
 
 
