@@ -261,6 +261,18 @@ def _numbered(per_text: pa.ListArray, with_idf: bool) -> _Numbered:
     )
 
 
+def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(keys, return_counts=True)` of int64 keys that come document after document
+    (document-major, so the array is a run of increasing blocks): a stable sort (timsort)
+    merges those runs in about half the time of `np.unique`'s quicksort."""
+    ordered = np.sort(keys, kind="stable")
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return ordered[starts], np.diff(np.append(starts, len(ordered)))
+
+
 def _with_idf(config: FingerprintConfig) -> bool:
     return config.weighting in ("tfidf", "idf", "logtfidf")
 
@@ -273,7 +285,7 @@ def _fingerprints_of_features(
     # numpy counts each (document, feature) pair, which come out document after document.
     width = max(len(features.hashes), 1)
     doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), features.lengths)
-    pairs, counts = np.unique(doc_of_token * width + features.codes, return_counts=True)
+    pairs, counts = _unique_counts(doc_of_token * width + features.codes)
     pair_doc = pairs // width
     pair_feature = pairs % width
     n_features = np.bincount(pair_doc, minlength=n_docs).astype(np.int32)

@@ -143,3 +143,16 @@ def test_signatures_give_the_definitions_fingerprints_and_one_sketch_for_any_n(n
     baseline = signatures(texts, FingerprintConfig(), SketchConfig(min_chars=30))
     assert np.array_equal(found.has_sketch, baseline.has_sketch)
     assert np.array_equal(found.sketch[found.has_sketch], baseline.sketch[baseline.has_sketch])
+
+
+@given(st.lists(st.integers(0, 1 << 40), max_size=300), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_unique_counts_are_numpys_unique_for_any_keys(keys: list[int], document_major: bool) -> None:
+    """The batch path's own unique-with-counts (a stable sort) against `np.unique`, on keys in
+    any order and on keys sorted by their high bits as documents' keys come."""
+    array = np.array(keys, dtype=np.int64)
+    if document_major:
+        array = array[np.argsort(array >> 20, kind="stable")]
+    found, counts = fp_module._unique_counts(array)
+    expected, expected_counts = np.unique(array, return_counts=True)
+    assert np.array_equal(found, expected) and np.array_equal(counts, expected_counts)
