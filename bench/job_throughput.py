@@ -2,8 +2,8 @@
 blog recipe and the published anchors (issue 14, target 1).
 
     .venv/bin/python -m bench.job_throughput [--quick] [--repeats 3] [--big-repeats 1]
-                                             [--recipe-big-mb 40] [--recipe-repeats 1] [--rev HEAD] [--driver-memory 4g]
-                                             [--json out.json]
+                                             [--recipe-big-mb 40] [--recipe-repeats 1] [--rev HEAD] [--base REV]
+                                             [--driver-memory 4g] [--json out.json]
 
 Prints a JSON document on stdout (bench/run_all.py renders it with `section_lines`).
 
@@ -17,6 +17,9 @@ big, in MB of text; the small input is the first documents of the big one):
 Methods, each a whole process (so each pays its start-up, which the cost per extra MB cancels):
 - job: `python jobs/dedupe.py --input ... --format json` (local[2], its defaults), the
   working tree's job or --rev's;
+- base (with --base REV): that commit's job (a git worktree), each of its runs right after the
+  job's on the same input: an A/B of two commits in one invocation, its ratio `job / base`, which
+  a shared machine's drift from one evening to the next does not move as it moves the rates;
 - recipe + plain join: bench/pipeline_throughput.py's `recipe_pipeline` (the blog recipe as a
   pandas UDF, the plain band join, the simplest keep rule) in a fresh local[2] Spark;
 - fingerprint function: `normalise` then `core.fingerprint.signatures` (fingerprints and
@@ -35,6 +38,7 @@ seconds of the process tree: MB per CPU-second).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import random
@@ -242,26 +246,31 @@ def measure(args: argparse.Namespace) -> dict:
                     "driver_memory": args.driver_memory, "cores": CORES, "load_start": load_average(),
                     "inputs": inputs, "runs": {}, "function": {}}
     out = CACHE / "out"
-    with job_tree(args.rev) as tree:
+    with job_tree(args.rev) as tree, job_tree(args.base) if args.base else contextlib.nullcontext() as base:
         report["job_commit"] = (tree.commit or "")[:10] or working_tree_commit()
+        if base is not None:
+            report["base_commit"] = (base.commit or "")[:10]
         runs: dict[str, dict[str, list[dict]]] = {
-            f"{i['language']}-{i['size']}": {"job": [], "recipe": []} for i in inputs}
+            f"{i['language']}-{i['size']}": {"job": [], "base": [], "recipe": []} for i in inputs}
         recipe_big = "recipe-big" if args.recipe_big_mb else "big"
         for repeat in range(1, max(args.repeats, args.big_repeats) + 1):
             for item in inputs:
                 if repeat > (args.repeats if item["size"] == "small" else args.big_repeats):
                     continue
                 key = f"{item['language']}-{item['size']}"
-                for method in ("job", "recipe"):
+                for method in ("job", "base", "recipe"):
                     if method == "recipe" and (args.no_recipe or item["size"] not in ("small", recipe_big)
                                                or repeat > (args.recipe_repeats or repeat)):
                         continue
-                    if method == "job" and item["size"] == "recipe-big":
+                    if method in ("job", "base") and item["size"] == "recipe-big":
+                        continue
+                    if method == "base" and base is None:
                         continue
                     target = out / f"{method}-{key}"
                     try:
-                        if method == "job":
-                            result = run_job(tree, ["--input", item["path"], "--format", "json"], target,
+                        if method in ("job", "base"):
+                            result = run_job(tree if method == "job" else base,
+                                             ["--input", item["path"], "--format", "json"], target,
                                              args.driver_memory, args.timeout)
                         else:
                             result = run_recipe(item, target, args.driver_memory, args.timeout)
@@ -291,10 +300,10 @@ def summarise(report: dict) -> dict:
     out: dict = {}
     for language in dict.fromkeys(i["language"] for i in report["inputs"]):
         methods: dict = {}
-        for method in ("job", "recipe"):
+        for method in ("job", "base", "recipe"):
             # The recipe's big input is `recipe-big` when the run had one (--recipe-big-mb).
             big_size = "recipe-big" if method == "recipe" and (language, "recipe-big") in mb else "big"
-            ok = {size: [r for r in report["runs"][f"{language}-{name}"][method] if "failed" not in r]
+            ok = {size: [r for r in report["runs"][f"{language}-{name}"].get(method, []) if "failed" not in r]
                   for size, name in (("small", "small"), ("big", big_size))}
             if not (ok["small"] and ok["big"]):
                 continue
@@ -306,7 +315,7 @@ def summarise(report: dict) -> dict:
                 "mb_per_s_per_core": per_core_rate((small, wall["small"]), (big, wall["big"])),
                 "mb_per_cpu_s": per_core_rate((small, cpu["small"]), (big, cpu["big"]), cores=1),
             }
-            if method == "job":
+            if method in ("job", "base"):
                 methods[method]["stage_s_per_extra_mb"] = stage_seconds_per_extra(ok["small"], ok["big"], big - small)
         function = report["function"].get(language)
         job, job_cpu = (methods.get("job", {}).get(k) for k in ("mb_per_s_per_core", "mb_per_cpu_s"))
@@ -318,6 +327,9 @@ def summarise(report: dict) -> dict:
             # The same on CPU seconds: what a loaded machine disturbs least.
             "job_over_function_cpu": ratio(job_cpu, function["mb_per_cpu_s"] if function else None),
             "job_over_recipe": ratio(job, methods.get("recipe", {}).get("mb_per_s_per_core")),
+            # --base's A/B: the job's rate over the base commit's, runs taken in turns (None without).
+            "job_over_base": ratio(job, methods.get("base", {}).get("mb_per_s_per_core")),
+            "job_over_base_cpu": ratio(job_cpu, methods.get("base", {}).get("mb_per_cpu_s")),
         }
     return out
 
@@ -361,14 +373,17 @@ def section_lines(report: dict, command: str) -> list[str]:
         "(s big - s small) / 2: the start-up both sizes pay cancels. MB per CPU-second uses the CPU seconds of "
         "the process tree (driver, JVM, Python workers) instead. **fingerprint function** = `normalise` + "
         "`core.fingerprint.signatures` (fingerprint and sketch) on the small input's texts, batches of 1,000, "
-        "one process (so per core), median of 3.",
+        "one process (so per core), median of 3."
+        + (f" **base** = the job at {report['base_commit']}, each of its runs right after the job's on the same "
+           "input (an A/B: its `job / method` is the ratio of the two commits' rates)."
+           if report.get("base_commit") else ""),
         "",
     ]
     rows = []
     for item in report["inputs"]:
         key = f"{item['language']}-{item['size']}"
-        for method in ("job", "recipe"):
-            runs = report["runs"][key][method]
+        for method in ("job", "base", "recipe"):
+            runs = report["runs"][key].get(method, [])
             if not runs:
                 continue
             ok = [r for r in runs if "failed" not in r]
@@ -394,11 +409,16 @@ def section_lines(report: dict, command: str) -> list[str]:
             lines.append(f"| {LANGUAGE[language]} | anchor: {name} | {value:.2f} | | {fmt(ratio(job, value), '.1f', 'x')} |")
     lines.append("")
     for language, s in summary.items():
-        stages = s["methods"].get("job", {}).get("stage_s_per_extra_mb")
-        if stages:
-            top = sorted(stages.items(), key=lambda kv: -kv[1])[:8]
-            lines.append(f"- {LANGUAGE[language]}: the job's stages, seconds per extra MB (report.json "
-                         f"`stage_seconds`, big minus small): " + ", ".join(f"{k} {v:.3f}" for k, v in top) + ".")
+        for method, whose in (("job", "the job's"), ("base", "the base's")):
+            stages = s["methods"].get(method, {}).get("stage_s_per_extra_mb")
+            if stages:
+                top = sorted(stages.items(), key=lambda kv: -kv[1])[:8]
+                lines.append(f"- {LANGUAGE[language]}: {whose} stages, seconds per extra MB (report.json "
+                             f"`stage_seconds`, big minus small): " + ", ".join(f"{k} {v:.3f}" for k, v in top) + ".")
+        if report.get("base_commit"):
+            lines.append(f"- {LANGUAGE[language]}: A/B, the job's MB/s per core per extra MB over the base's "
+                         f"({report['base_commit']}): {fmt(s.get('job_over_base'), '.2f', 'x')} (on CPU seconds: "
+                         f"{fmt(s.get('job_over_base_cpu'), '.2f', 'x')}).")
     lines += ["", "### Targets", "", "| target | measured | verdict |", "|---|---|---|"]
     for language, s in summary.items():
         name = LANGUAGE[language]
@@ -432,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big-repeats", type=int, default=1, help="runs of each method on the big inputs")
     parser.add_argument("--rev", default=None, help="measure this commit's job (a git worktree) instead of the "
                         "working tree's")
+    parser.add_argument("--base", default=None, help="also run this commit's job (a git worktree), each run right "
+                        "after the job's on the same input, and report the ratio of the two rates (an A/B)")
     parser.add_argument("--no-recipe", action="store_true", help="skip the recipe (its big runs are the longest)")
     parser.add_argument("--recipe-repeats", type=int, default=None,
                         help="at most this many runs of the recipe on each input (default: as many as the job's)")

@@ -159,3 +159,28 @@ def test_a_quick_run_measures_the_job_on_its_inputs(tmp_path: Path):
     # Each of the language's five targets has a verdict; English has no rows.
     assert text.count("| met |") + text.count("| missed by") + text.count("not measured") >= 5
     assert job_throughput.LANGUAGE["en"] not in text
+
+
+def test_a_base_commit_s_runs_give_its_rate_and_the_ratio_of_the_two():
+    """--base: the base's rate from its own runs, and job / base on wall and CPU seconds."""
+    report = _report()
+    report["base_commit"] = "def"
+    report["runs"]["zh-small"]["base"] = [_run(32, 40, {"fp": 2}), _run(34, 44, {"fp": 2}), {"failed": "x"}]
+    report["runs"]["zh-big"]["base"] = [_run(133, 242, {"fp": 80})]
+    s = job_throughput.summarise(report)["zh"]
+    assert s["methods"]["base"]["mb_per_s_per_core"] == pytest.approx(200 / (133 - 33) / 2)  # 1 MB/s per core
+    assert s["methods"]["base"]["stage_s_per_extra_mb"]["fp"] == pytest.approx((80 - 2) / 200)
+    assert s["job_over_base"] == pytest.approx(2.0)  # 200 / 50 / 2 against 200 / 100 / 2
+    assert s["job_over_base_cpu"] == pytest.approx((200 / 101) / (200 / 200))  # CPU medians 41/142 and 42/242
+    text = "\n".join(job_throughput.section_lines({**report, "summary": job_throughput.summarise(report)}, "x"))
+    assert "**base** = the job at def" in text
+    assert "over the base's (def): 2.00x (on CPU seconds: 1.98x)" in text
+    assert "| Chinese (People's Daily, plain text) | base | 1.00 | 1.00 | 2.00x |" in text
+    assert "| big | 400 | 205.0 | base | 133.0 |" in text
+
+
+def test_without_a_base_the_section_has_no_a_b():
+    summary = job_throughput.summarise(_report())
+    assert summary["zh"]["job_over_base"] is None
+    text = "\n".join(job_throughput.section_lines({**_report(), "summary": summary}, "x"))
+    assert "base" not in text
