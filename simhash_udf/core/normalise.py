@@ -35,7 +35,7 @@ from simhash_udf.core.table_cache import cached_json, table_key
 # Han ideographs (CJK Unified Ideographs and Extension A): what jieba segments.
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 # The least lead byte of a Han ideograph's UTF-8 (U+3400 is E3 90 80; U+9FFF is E9 BF BF).
-_HAN_UTF8_LEAD = 0xE3
+HAN_UTF8_LEAD = 0xE3
 # Characters NFKC leaves alone and that never compose with a character before them (ASCII,
 # CJK unified ideographs): a string can be cut before any of them and normalised piece by
 # piece. Cut after a Han character too (nothing composes with one); keep one ASCII
@@ -258,7 +258,7 @@ def utf8_may_hold_han(raw: bytes) -> bool:
     """False when these bytes, decoded as UTF-8 (invalid sequences replaced by U+FFFD), cannot
     hold a Han ideograph: none of them is a byte the UTF-8 of one starts with (0xE3 to 0xE9)
     or above. One numpy pass over the bytes, ~8x faster than searching the decoded text."""
-    return int(np.frombuffer(raw, dtype=np.uint8).max(initial=0)) >= _HAN_UTF8_LEAD
+    return int(np.frombuffer(raw, dtype=np.uint8).max(initial=0)) >= HAN_UTF8_LEAD
 
 
 def has_han(text: str) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from simhash_udf.core.normalise import HAN
+from simhash_udf.core.normalise import HAN, HAN_UTF8_LEAD
 
 # A token is kept as a feature only if it holds a letter or digit of some script:
 # punctuation and spaces that the segmenters return as tokens carry no content.
@@ -188,7 +188,7 @@ def batch_tokens(
         return _tokens_in_python(cut, tokenizer, segmenter, ordered)
     if tokenizer == "word":
         return _utf8_word_tokens(array)
-    han = pc.match_substring_regex(array, _HAN_RE2).to_numpy(zero_copy_only=False)
+    han = _has_han(array)
     if not han.any():
         return _utf8_word_tokens(array)
     with_han = np.flatnonzero(han)
@@ -213,6 +213,43 @@ def _tokens_in_python(texts: list[str], tokenizer: str, segmenter: str, ordered:
 
 # `HAN` in RE2's syntax (`\x{4e00}` where Python writes `\u4e00`).
 _HAN_RE2 = re.sub(r"\\u([0-9a-fA-F]{4})", r"\\x{\1}", HAN.pattern)
+
+
+def _has_han(array: pa.StringArray) -> np.ndarray:
+    """bool per string of a string array without nulls: whether it holds a Han character.
+
+    Arrow's RE2 search (`HAN`) runs only on the strings with a byte from `HAN_UTF8_LEAD` up,
+    where every Han character's UTF-8 starts: in an English batch one or two texts, and
+    ~3% of its time saved (the search over all of its 2 MB took 3 ms, the bytes' maxima
+    take 0.04).
+    """
+    offsets, data = _utf8_of(array)
+    found = np.zeros(len(array), dtype=bool)
+    non_empty = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if not non_empty.size:
+        return found
+    # Between one non-empty string's first byte and the next one's lies exactly the first.
+    candidates = non_empty[np.maximum.reduceat(data, offsets[:-1][non_empty]) >= HAN_UTF8_LEAD]
+    if candidates.size:
+        searched = array if candidates.size == len(array) else array.take(pa.array(candidates))
+        found[candidates] = pc.match_substring_regex(searched, _HAN_RE2).to_numpy(zero_copy_only=False)
+    return found
+
+
+def _utf8_of(array: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of a string array without nulls: string i's UTF-8 is
+    data[offsets[i]:offsets[i + 1]] (int64 offsets from 0, uint8 data, no copy; a slice's
+    own bytes, though it shares the whole array's buffers)."""
+    texts = len(array)
+    if not texts:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    buffers = array.buffers()
+    value_offsets = np.frombuffer(buffers[1], dtype=np.int32, count=texts + 1, offset=array.offset * 4)
+    first = int(value_offsets[0])  # a slice's bytes start there in the whole array's data
+    offsets = value_offsets.astype(np.int64) - first
+    size = int(offsets[-1])
+    data = np.frombuffer(buffers[2], dtype=np.uint8, count=size, offset=first) if size else np.zeros(0, np.uint8)
+    return offsets, data
 
 
 @functools.cache
@@ -266,15 +303,10 @@ def _utf8_word_tokens(array: pa.StringArray) -> pa.ListArray:
     bytes, kept in order, are the tokens' string data. No Python string per token or text;
     ~5x faster than Arrow's regex split on English (a quarter of a batch's time before).
     """
-    texts = len(array)
-    if not texts:
+    if not len(array):
         return pa.array([], type=pa.list_(pa.string()))
-    buffers = array.buffers()
-    value_offsets = np.frombuffer(buffers[1], dtype=np.int32, count=texts + 1, offset=array.offset * 4)
-    first = int(value_offsets[0])  # a slice's bytes start there in the whole array's data
-    offsets = value_offsets.astype(np.int64) - first
-    size = int(offsets[-1])
-    data = np.frombuffer(buffers[2], dtype=np.uint8, count=size, offset=first) if size else np.zeros(0, np.uint8)
+    offsets, data = _utf8_of(array)
+    size = data.size
     word = _word_bytes(data)
     # A token starts at a word byte after a non-word byte or at a text's first byte, and
     # ends at a word byte before a non-word byte or at a text's last byte.

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_udf.core.tokens import _utf8_word_tokens, batch_tokens, tokens
+from simhash_udf.core.normalise import HAN
+from simhash_udf.core.tokens import _has_han, _utf8_word_tokens, batch_tokens, tokens
 
 
 def test_every_code_point_is_a_token_exactly_when_pythons_word_class_holds_it() -> None:
@@ -86,3 +87,18 @@ def test_a_lone_surrogate_is_split_as_python_splits_it() -> None:
     """Arrow cannot hold a lone surrogate; the batch goes through Python instead."""
     texts = ["ab\ud800cd ef", "plain words"]
     assert batch_tokens(texts, "auto").to_pylist() == [["ab", "cd", "ef"], ["plain", "words"]]
+
+
+@given(texts=st.lists(_SCRIPTS, max_size=8), start=st.integers(0, 3))
+@settings(max_examples=200, deadline=None)
+def test_the_han_check_on_bytes_agrees_with_the_han_pattern(texts: list[str], start: int) -> None:
+    """`_has_han` searches only the strings with a byte a Han character's UTF-8 starts with;
+    it finds what `HAN` finds in every string, a slice's included."""
+    array = pa.array(texts, type=pa.string()).slice(min(start, len(texts)))
+    expected = [HAN.search(t) is not None for t in texts[min(start, len(texts)):]]
+    assert _has_han(array).tolist() == expected
+
+
+def test_the_han_check_finds_the_first_and_last_han_characters_among_empty_texts() -> None:
+    texts = ["", "\u3400", "", "", "a\u9fff", "\u33ff é 한", "", "\u4e00"]
+    assert _has_han(pa.array(texts)).tolist() == [False, True, False, False, True, False, False, True]
