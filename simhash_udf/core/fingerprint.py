@@ -5,7 +5,7 @@ across processes and machines, unlike Python's `hash()`). Bit i of the fingerpri
 when the weights of the features whose hash has bit i set outweigh those where it is clear.
 
 A batch is fingerprinted without a Python loop over its features: its tokens come as one
-Arrow list array (`tokens.batch_tokens`: split by numpy over the batch's UTF-8),
+Arrow list array (`tokens.batch_tokens`: texts without Han characters are split by numpy),
 are numbered once (`pyarrow.compute.dictionary_encode`), counted per document by numpy,
 and only the batch's distinct features are hashed and weighted in Python (a few per cent
 of its tokens, cached per process). `weighted_features` is the same computation written
@@ -190,8 +190,9 @@ def fingerprints(
     Equal to `weighted_features` + `feature_hash` + `simhash_from_hashes` text by text.
     """
     if config.ngram == 1:
-        # The tokens are the features (n-grams of one).
-        per_text = batch_tokens(texts, config.tokenizer, config.segmenter, config.max_chars)
+        # A bag of single tokens does not depend on their order: the `auto` tokenizer may then
+        # segment all of a text's Han runs in one call.
+        per_text = batch_tokens(texts, config.tokenizer, config.segmenter, config.max_chars, ordered=False)
     else:
         per_text = pa.array([_ngram_features(text, config) for text in texts], type=pa.list_(pa.string()))
     return _fingerprints_of_features(_numbered(per_text, _with_idf(config)), config)

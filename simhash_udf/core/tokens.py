@@ -1,8 +1,8 @@
 """Tokens of a normalised text: jieba's segmentation, words, characters, and their n-grams.
 
-`tokens` takes one text; `batch_tokens` a batch, as one Arrow list array, split by numpy over
-its UTF-8 bytes with one segmenter call for all of its runs of Han characters (the same tokens,
-tested code point by code point). Pure functions, no Spark. jieba's prefix dictionary loads once per Python
+`tokens` takes one text; `batch_tokens` a batch, as one Arrow list array, splitting the texts
+without Han characters into words by numpy over their UTF-8 bytes (the same tokens, tested code
+point by code point). Pure functions, no Spark. jieba's prefix dictionary loads once per Python
 process (a cached loader), so a UDF calling `tokens` pickles cheaply and pays the loading once
 per worker.
 """
@@ -31,14 +31,12 @@ _WORDS = re.compile(r"\w+")
 # digits our Han runs never hold) and yields every other Han character on its own; rjieba
 # (jieba-rs) segments a wider range. Handing the segmenter these runs, and taking the other
 # Han characters one by one ourselves, makes both engines see exactly what jieba would.
-_SEGMENTED_CHAR = r"[\u4e00-\u9fd5]"
+_SEGMENTED_RUN = re.compile(r"[\u4e00-\u9fd5]+")
+_SPLIT_AT_RUNS = re.compile(r"([\u4e00-\u9fd5]+)")
 # Everything the `auto` tokenizer takes without a segmenter: one Han character outside
 # jieba's range, or a run of word characters that are not Han.
-_ALONE_CHAR = r"[\u3400-\u4dbf\u9fd6-\u9fff]"
-_UNSEGMENTED_WORD_CHAR = r"[^\W\u3400-\u4dbf\u4e00-\u9fff]"
-_SEGMENTED_RUN = re.compile(_SEGMENTED_CHAR + "+")
-_SPLIT_AT_RUNS = re.compile(f"({_SEGMENTED_CHAR}+)")
-_UNSEGMENTED_TOKEN = re.compile(f"{_ALONE_CHAR}|{_UNSEGMENTED_WORD_CHAR}+")
+_UNSEGMENTED_TOKEN = re.compile(r"[\u3400-\u4dbf\u9fd6-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+")
+
 
 @functools.cache
 def _jieba_tokenizer() -> Any:
@@ -168,35 +166,35 @@ def batch_tokens(
     tokenizer: str,
     segmenter: str = "rjieba",
     max_chars: int | None = None,
+    ordered: bool = True,
 ) -> pa.ListArray:
-    """`tokens(text[:max_chars], tokenizer, segmenter)` of every text, in the batch's order and
-    each text's in text order, as one list<string> array (an empty list for None or "").
+    """`tokens(text[:max_chars], tokenizer, segmenter, ordered)` of every text, in the batch's
+    order, as one list<string> array (an empty list for None or "").
 
-    With the `word` and `auto` tokenizers the batch is split by numpy over its UTF-8, without
-    a Python string per token: the texts without Han characters (all of them in most crawls)
-    into words (`_utf8_word_tokens`; `re.findall` and handing its tokens to Arrow took a third
-    of an English batch's time, Arrow's regex split still a quarter), the texts with Han
-    characters as `mixed_tokens` splits them, their runs of Han characters segmented in one
-    call for the whole batch (`_utf8_mixed_tokens`: 1.78 -> 1.50 s per 20 MB of Chinese).
+    With the `word` and `auto` tokenizers the texts without Han characters (all of them in
+    most crawls) are split into words by numpy over the batch's UTF-8 (`_utf8_word_tokens`),
+    without a Python string per token: `re.findall` and handing its tokens to Arrow took a
+    third of an English batch's time, Arrow's regex split still a quarter. Texts with Han
+    characters take `mixed_tokens`.
     """
     cut = [text[:max_chars] if text else "" for text in texts]
     if tokenizer not in ("word", "auto"):
-        return _tokens_in_python(cut, tokenizer, segmenter)
+        return _tokens_in_python(cut, tokenizer, segmenter, ordered)
     try:
         array = pa.array(cut, type=pa.string())
     except UnicodeEncodeError:
         # A lone surrogate (a Python caller's string; decoded input never holds one) has no
         # UTF-8: Python splits such a batch (no token holds the surrogate).
-        return _tokens_in_python(cut, tokenizer, segmenter)
+        return _tokens_in_python(cut, tokenizer, segmenter, ordered)
     if tokenizer == "word":
         return _utf8_word_tokens(array)
     han = _has_han(array)
     if not han.any():
         return _utf8_word_tokens(array)
     with_han = np.flatnonzero(han)
-    mixed = _utf8_mixed_tokens(array if han.all() else array.take(pa.array(with_han)), segmenter)
-    if mixed is None:  # the segmenter's tokens did not tile its runs (never seen)
-        mixed = _tokens_in_python([cut[i] for i in with_han.tolist()], tokenizer, segmenter)
+    mixed = pa.array(
+        [mixed_tokens(cut[i], segmenter, ordered) for i in with_han.tolist()], type=pa.list_(pa.string())
+    )
     if han.all():
         return mixed
     without_han = np.flatnonzero(~han)
@@ -208,8 +206,8 @@ def batch_tokens(
     return pa.concat_arrays([words, mixed]).take(pa.array(position))
 
 
-def _tokens_in_python(texts: list[str], tokenizer: str, segmenter: str) -> pa.ListArray:
-    found = [tokens(text, tokenizer, segmenter) if text else [] for text in texts]
+def _tokens_in_python(texts: list[str], tokenizer: str, segmenter: str, ordered: bool) -> pa.ListArray:
+    found = [tokens(text, tokenizer, segmenter, ordered) if text else [] for text in texts]
     return pa.array(found, type=pa.list_(pa.string()))
 
 
@@ -254,56 +252,33 @@ def _utf8_of(array: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _code_point_classes(patterns: dict[int, str]) -> np.ndarray:
-    """uint8 per code point (0 to 0x10FFFF): the class whose pattern (one character's regex)
-    matches it, `_SEPARATOR` where none does.
-
-    Written out from this interpreter's `re` (each pattern runs over a string of every code
-    point in order; ~30 ms a pattern, once per process), so the batch path splits exactly
-    where the one-text functions do, whatever Unicode version the interpreter follows.
-    """
-    every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
-    table = np.full(0x110000, _SEPARATOR, dtype=np.uint8)
-    for value, pattern in patterns.items():
-        for match in re.finditer(f"(?:{pattern})+", every):
-            table[match.start() : match.end()] = value
-    return table
-
-
-# What the batch path does with a character, by its class: a separator is in no token, a word
-# character is in the run of them it lies in (`word_tokens`' \w runs), a character alone is a
-# token by itself and a segmented character is in a run the segmenter cuts (`mixed_tokens`).
-_SEPARATOR, _WORD, _ALONE, _SEGMENTED = 0, 1, 2, 3
-
-
 @functools.cache
 def _word_code_points() -> np.ndarray:
-    """bool per code point: whether Python's `\\w` (`_WORDS`) matches it (~730 ranges)."""
-    return _code_point_classes({_WORD: r"\w"}).astype(bool)
+    """bool per code point (0 to 0x10FFFF): whether Python's `\\w` (`_WORDS`) matches it.
 
-
-@functools.cache
-def _mixed_code_points() -> np.ndarray:
-    """uint8 per code point, its class under the `auto` tokenizer (`mixed_tokens`): Han
-    characters in jieba's range segmented, the other Han characters alone, the other `\\w`
-    characters word characters."""
-    return _code_point_classes({_WORD: _UNSEGMENTED_WORD_CHAR, _ALONE: _ALONE_CHAR, _SEGMENTED: _SEGMENTED_CHAR})
+    Written out from this interpreter's `re` (its `\\w` runs over a string of every code point
+    in order, ~730 ranges; ~30 ms, once per process), so the batch path splits exactly where
+    `word_tokens` does, whatever Unicode version the interpreter follows.
+    """
+    every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    table = np.zeros(0x110000, dtype=bool)
+    for match in _WORDS.finditer(every):
+        table[match.start() : match.end()] = True
+    return table
 
 
 # A UTF-8 character of 2, 3 or 4 bytes: its lead byte's range and the lead's payload bits.
 _MULTI_BYTE = ((2, 0xC0, 0xE0, 0x1F), (3, 0xE0, 0xF0, 0x0F), (4, 0xF0, 0x100, 0x07))
-# Every character alone or segmented (U+3400-U+9FFF) is three bytes of UTF-8.
-_HAN_CHAR_BYTES = 3
 
 
-def _byte_classes(data: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Per byte of valid UTF-8, the entry of `table` (one per code point) for the character the
-    byte belongs to."""
+def _word_bytes(data: np.ndarray) -> np.ndarray:
+    """bool per byte of valid UTF-8: whether the character it belongs to is a word character."""
+    table = _word_code_points()
     # ASCII bytes by the table; bytes of multi-byte characters are set below.
-    classes = np.take(np.append(table[:0x80], np.zeros(0x80, dtype=table.dtype)), data)
+    word = np.take(np.append(table[:0x80], np.zeros(0x80, dtype=bool)), data)
     leads = np.flatnonzero(data >= 0xC0)
     if not leads.size:
-        return classes
+        return word
     lead_bytes = data[leads].astype(np.int32)
     for length, low, high, payload in _MULTI_BYTE:
         chosen = (lead_bytes >= low) & (lead_bytes < high)
@@ -314,114 +289,40 @@ def _byte_classes(data: np.ndarray, table: np.ndarray) -> np.ndarray:
         code_points = lead_bytes[chosen] & payload
         for k in range(1, length):
             code_points = (code_points << 6) | (data[at + k] & 0x3F)
-        found = np.take(table, code_points)
+        is_word = np.take(table, code_points)
         for k in range(length):
-            classes[at + k] = found
-    return classes
-
-
-def _runs(marked: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first byte, end byte) of each run of marked bytes; a text's bounds (`offsets`) end a run."""
-    size = marked.size
-    text_starts = offsets[:-1][offsets[:-1] < size]
-    text_lasts = offsets[1:][offsets[1:] > 0] - 1
-    # A run starts at a marked byte after an unmarked one or at a text's first byte, and
-    # ends at a marked byte before an unmarked one or at a text's last byte.
-    starts_here = marked.copy()
-    starts_here[1:] &= ~marked[:-1]
-    starts_here[text_starts] = marked[text_starts]
-    ends_here = marked.copy()
-    ends_here[:-1] &= ~marked[1:]
-    ends_here[text_lasts] = marked[text_lasts]
-    return np.flatnonzero(starts_here), np.flatnonzero(ends_here) + 1
-
-
-def _token_lists(data: np.ndarray, offsets: np.ndarray, starts: np.ndarray, lengths: np.ndarray, in_token: np.ndarray) -> pa.ListArray:
-    """The list<string> array of tokens given by their first bytes `starts` (increasing) and
-    byte `lengths`, `in_token` marking exactly the bytes of some token."""
-    token_offsets = np.zeros(starts.size + 1, dtype=np.int32)
-    np.cumsum(lengths, out=token_offsets[1:])
-    flat = pa.StringArray.from_buffers(starts.size, pa.py_buffer(token_offsets), pa.py_buffer(np.compress(in_token, data)))
-    # Text i's tokens are those starting in [offsets[i], offsets[i + 1]).
-    return pa.ListArray.from_arrays(pa.array(np.searchsorted(starts, offsets).astype(np.int32)), flat)
+            word[at + k] = is_word
+    return word
 
 
 def _utf8_word_tokens(array: pa.StringArray) -> pa.ListArray:
     """`word_tokens` of every string of a string array without nulls, as a list<string> array.
 
     numpy over the array's UTF-8 bytes: each byte marked by whether its character is a word
-    character (`_word_code_points`), tokens are the runs of marked bytes within a text, and
-    their bytes, kept in order, are the tokens' string data. No Python string per token or
-    text; ~5x faster than Arrow's regex split on English (a quarter of a batch's time before).
+    character (`_word_bytes`), tokens are the runs of marked bytes within a text, and their
+    bytes, kept in order, are the tokens' string data. No Python string per token or text;
+    ~5x faster than Arrow's regex split on English (a quarter of a batch's time before).
     """
     if not len(array):
         return pa.array([], type=pa.list_(pa.string()))
     offsets, data = _utf8_of(array)
-    word = _byte_classes(data, _word_code_points())
-    starts, ends = _runs(word, offsets)
-    return _token_lists(data, offsets, starts, ends - starts, word)
-
-
-def _utf8_mixed_tokens(array: pa.StringArray, segmenter: str) -> pa.ListArray | None:
-    """`mixed_tokens` of every string of a string array without nulls, as a list<string> array;
-    None when the segmenter's tokens did not tile the runs it was given (never seen).
-
-    Each byte gets its character's class (`_mixed_code_points`); a token is a run of word
-    bytes within a text, a character alone, or a piece the segmenter cut a run of segmented
-    bytes into (`_segmented_tokens`). Each token's length is written at its first byte, so
-    the three kinds come out in text order together, without a sort. Only the segmenter's
-    tokens are Python strings, and only their lengths are read.
-    """
-    offsets, data = _utf8_of(array)
-    classes = _byte_classes(data, _mixed_code_points())
-    token_length = np.zeros(data.size, dtype=np.int32)
-    starts, ends = _runs(classes == _WORD, offsets)
-    token_length[starts] = ends - starts
-    token_length[np.flatnonzero((classes == _ALONE) & (data >= 0xC0))] = _HAN_CHAR_BYTES
-    segmented = classes == _SEGMENTED
-    if segmented.any():
-        pieces = _segmented_tokens(data, segmented, offsets, segmenter)
-        if pieces is None:
-            return None
-        token_length[pieces[0]] = pieces[1]
-    starts = np.flatnonzero(token_length)
-    # Every byte of a class other than `_SEPARATOR` lies in exactly one token.
-    return _token_lists(data, offsets, starts, token_length[starts], classes != _SEPARATOR)
-
-
-def _segmented_tokens(
-    data: np.ndarray, segmented: np.ndarray, offsets: np.ndarray, segmenter: str
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """(first byte, length in bytes) of each token the segmenter cuts the runs of segmented
-    bytes into, in order; None when its tokens do not tile the runs.
-
-    The runs of the whole batch go to the segmenter in one call, joined by spaces (both
-    segmenters cut at whitespace and yield it as a token of its own), as `mixed_tokens`
-    hands it one text's runs.
-    """
-    run_starts, run_ends = _runs(segmented, offsets)
-    run_chars = (run_ends - run_starts) // _HAN_CHAR_BYTES
-    ends_in_runs = np.cumsum(run_chars)  # in characters of the runs, spaces not counted
-    joined = np.insert(np.compress(segmented, data), ends_in_runs[:-1] * _HAN_CHAR_BYTES, ord(" "))
-    pieces = _segment(joined.tobytes().decode("utf-8"), segmenter)
-    # The joined text's characters: each run's, a space after each run but the last. The
-    # pieces tile the runs when their lengths add up to the text's and every space is a piece
-    # of its own (a piece starts at it and another right after it).
-    characters = int(ends_in_runs[-1]) + run_starts.size - 1
-    piece_chars = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    piece_starts = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum(piece_chars, out=piece_starts[1:])
-    if piece_starts[-1] != characters or not piece_chars.all():
-        return None
-    spaces = ends_in_runs[:-1] + np.arange(run_starts.size - 1)
-    starts_a_piece = np.zeros(characters + 1, dtype=bool)
-    starts_a_piece[piece_starts] = True
-    if not (starts_a_piece[spaces].all() and starts_a_piece[spaces + 1].all()):
-        return None
-    is_han = np.ones(characters, dtype=bool)
-    is_han[spaces] = False
-    kept = is_han[piece_starts[:-1]]
-    # The k-th Han character of the joined text is the k-th segmented character of the batch.
-    han_before = np.cumsum(is_han) - is_han
-    first_char = han_before[piece_starts[:-1][kept]]
-    return np.flatnonzero(segmented)[first_char * _HAN_CHAR_BYTES], piece_chars[kept] * _HAN_CHAR_BYTES
+    size = data.size
+    word = _word_bytes(data)
+    # A token starts at a word byte after a non-word byte or at a text's first byte, and
+    # ends at a word byte before a non-word byte or at a text's last byte.
+    text_starts = offsets[:-1][offsets[:-1] < size]
+    text_lasts = offsets[1:][offsets[1:] > 0] - 1
+    starts_here = word.copy()
+    starts_here[1:] &= ~word[:-1]
+    starts_here[text_starts] = word[text_starts]
+    ends_here = word.copy()
+    ends_here[:-1] &= ~word[1:]
+    ends_here[text_lasts] = word[text_lasts]
+    starts = np.flatnonzero(starts_here)
+    token_offsets = np.zeros(starts.size + 1, dtype=np.int32)
+    np.cumsum(np.flatnonzero(ends_here) + 1 - starts, out=token_offsets[1:])
+    flat = pa.StringArray.from_buffers(
+        starts.size, pa.py_buffer(token_offsets), pa.py_buffer(np.compress(word, data))
+    )
+    # Text i's tokens are those starting in [offsets[i], offsets[i + 1]).
+    return pa.ListArray.from_arrays(pa.array(np.searchsorted(starts, offsets).astype(np.int32)), flat)

@@ -1,10 +1,9 @@
 """`core.tokens.batch_tokens` against `tokens` text by text (no Spark).
 
-The batch path splits a batch by numpy over its UTF-8 bytes, with tables of what each code point
-is (`\\w` for words; segmented, alone or a word character for texts with Han characters) and one
-segmenter call for all of a batch's runs of Han characters; these tests hold it to Python's own
-tokens: every code point (1 to 4 UTF-8 bytes) on its own, and whole batches of mixed scripts,
-empty texts, texts whose words or Han runs touch across the batch and cut texts.
+The batch path splits texts without Han characters by numpy over their UTF-8 bytes, with a table
+of the code points Python's `\\w` matches; these tests hold it to Python's own tokens: every
+code point (1 to 4 UTF-8 bytes) on its own, and whole batches of mixed scripts, empty texts,
+texts whose words touch across the batch and cut texts.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_udf.core.normalise import HAN
-from simhash_udf.core import tokens as tokens_module
-from simhash_udf.core.tokens import _has_han, _utf8_mixed_tokens, _utf8_word_tokens, batch_tokens, mixed_tokens, tokens
+from simhash_udf.core.tokens import _has_han, _utf8_word_tokens, batch_tokens, tokens
 
 
 def test_every_code_point_is_a_token_exactly_when_pythons_word_class_holds_it() -> None:
@@ -65,46 +63,17 @@ _SCRIPTS = st.text(
 _BATCHES = st.lists(st.one_of(st.none(), _SCRIPTS), max_size=8)
 
 
-@pytest.mark.parametrize(("tokenizer", "segmenter"), [("auto", "rjieba"), ("auto", "jieba"), ("word", "rjieba"), ("char", "rjieba"), ("jieba", "rjieba")])
+@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize("tokenizer", ["auto", "word", "char", "jieba"])
 @given(texts=_BATCHES, max_chars=st.sampled_from([None, 1, 7, 1000]))
 @settings(max_examples=150, deadline=None)
 def test_batch_tokens_are_each_texts_tokens_in_order(
-    texts: list[str | None], max_chars: int | None, tokenizer: str, segmenter: str
+    texts: list[str | None], max_chars: int | None, tokenizer: str, ordered: bool
 ) -> None:
-    expected = [tokens(t[:max_chars], tokenizer, segmenter) if t else [] for t in texts]
-    found = batch_tokens(texts, tokenizer, segmenter, max_chars=max_chars)
+    expected = [tokens(t[:max_chars], tokenizer, ordered=ordered) if t else [] for t in texts]
+    found = batch_tokens(texts, tokenizer, max_chars=max_chars, ordered=ordered)
     assert found.type == pa.list_(pa.string())
     assert found.to_pylist() == expected
-
-
-def test_every_code_point_splits_in_a_han_batch_as_mixed_tokens_splits_it() -> None:
-    """Every code point but the surrogates, one text each, through the Han texts' batch path:
-    each text's tokens are `mixed_tokens`' (a Han character in jieba's range is segmented, one
-    outside it alone, any other word character a word), with one segmenter call for all."""
-    code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    characters = [chr(c) for c in code_points]
-    found = _utf8_mixed_tokens(pa.array(characters), "rjieba")
-    assert found is not None
-    expected = [mixed_tokens(c) for c in characters]
-    disagree = [hex(c) for c, f, e in zip(code_points, found.to_pylist(), expected) if f != e]
-    assert not disagree, disagree[:20]
-
-
-def test_han_runs_touching_across_texts_are_segmented_in_their_own_texts() -> None:
-    """The batch's runs go to the segmenter as one string: a run ending one text and a run
-    starting the next are cut apart, as each text alone is."""
-    texts = ["我们是中", "国人民", "", "北京abc天安门", "㐀中国", "中国㐀"]
-    assert batch_tokens(texts, "auto").to_pylist() == [mixed_tokens(t) if t else [] for t in texts]
-
-
-def test_a_segmenter_whose_tokens_do_not_tile_the_runs_falls_back_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batch path checks that the segmenter's tokens tile the runs it was given (and that
-    each space between them is a token of its own); when they do not, the texts are split
-    by `mixed_tokens` with that same segmenter."""
-    monkeypatch.setattr(tokens_module, "_segment", lambda text, segmenter: [text])  # spaces not cut
-    texts = ["我们是中国人", "北京 天安门", "hello"]
-    assert _utf8_mixed_tokens(pa.array(texts[:2]), "rjieba") is None
-    assert batch_tokens(texts, "auto").to_pylist() == [["我们是中国人"], ["北京 天安门"], ["hello"]]
 
 
 def test_a_batch_mixing_han_and_other_texts_keeps_its_order() -> None:
