@@ -228,7 +228,8 @@ def _has_han(array: pa.StringArray) -> np.ndarray:
     non_empty = np.flatnonzero(offsets[1:] > offsets[:-1])
     if not non_empty.size:
         return found
-    # Between one non-empty string's first byte and the next one's lies exactly the first.
+    # From one non-empty string's first byte to the next one's lie exactly its own bytes (the
+    # empty strings between hold none), so each of reduceat's segments is one string's.
     candidates = non_empty[np.maximum.reduceat(data, offsets[:-1][non_empty]) >= HAN_UTF8_LEAD]
     if candidates.size:
         searched = array if candidates.size == len(array) else array.take(pa.array(candidates))
