@@ -235,16 +235,34 @@ def check_imports(tree: Tree) -> dict[str, str]:
     return found
 
 
+# What `TreeCpu.seconds_by_kind` tells apart in a job's process tree: the process started
+# (`root`: the job's own Python, the driver), JVMs (`jvm`: in local mode Spark's driver and
+# every task's JVM side: reading, Arrow, shuffles, writing), the other Python processes
+# (`python`: the JVM's Python daemon and workers, which run the UDFs) and the rest (`other`:
+# shells, helpers the JVM starts).
+PROCESS_KINDS = ("root", "jvm", "python", "other")
+
+
+def process_kind(name: str, is_root: bool) -> str:
+    """The kind (PROCESS_KINDS) of a process of the tree from its name in /proc (`comm`)."""
+    if is_root:
+        return "root"
+    if name == "java":
+        return "jvm"
+    return "python" if name.startswith("python") else "other"
+
+
 class TreeCpu:
     """CPU seconds (user + system) of a process and its descendants (the job's Python, its JVM,
     the JVM's Python workers), sampled from /proc (Linux) every `interval` seconds: per process
     the last value seen, summed. The JVM is never reaped by the job's Python, so the rusage of
     children does not see it; what a process spends in its last interval is missed alike on
-    both commits."""
+    both commits. `seconds_by_kind` splits the sum by process (see `PROCESS_KINDS`)."""
 
     def __init__(self, pid: int, interval: float = 0.2):
         self.pid, self.interval = pid, interval
         self.ticks: dict[int, int] = {}
+        self.kinds: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -259,6 +277,13 @@ class TreeCpu:
     def seconds(self) -> float:
         return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
 
+    def seconds_by_kind(self) -> dict[str, float]:
+        """`seconds` split by `process_kind`: every kind of PROCESS_KINDS, 0 when none ran."""
+        by_kind = dict.fromkeys(PROCESS_KINDS, 0.0)
+        for pid, ticks in self.ticks.items():
+            by_kind[self.kinds[pid]] += ticks / os.sysconf("SC_CLK_TCK")
+        return by_kind
+
     def _run(self) -> None:
         while not self._stop.is_set():
             children, todo = children_map(), [self.pid]
@@ -266,11 +291,14 @@ class TreeCpu:
                 pid = todo.pop()
                 try:
                     with open(f"/proc/{pid}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
+                        head, tail = f.read().rsplit(")", 1)
                 except OSError:
                     continue
+                fields = tail.split()
                 # utime and stime: fields 14 and 15 of stat, 11 and 12 after the command's `)`.
                 self.ticks[pid] = max(self.ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
+                # The name is read again each time: a forked process execs into another one.
+                self.kinds[pid] = process_kind(head.split("(", 1)[1], pid == self.pid)
                 todo.extend(children.get(pid, []))
             self._stop.wait(self.interval)
 

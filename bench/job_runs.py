@@ -68,8 +68,9 @@ def job_env(tree: JobTree, driver_memory: str) -> dict[str, str]:
 
 def measured_process(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> dict:
     """Run a command with its tree's CPU and memory sampled (every 0.2 s). Returns wall_s,
-    cpu_s, peak_rss, peak_jvm_rss, peak_python_workers_rss (bytes), returncode (None when
-    killed after `timeout` seconds), and the tails of its stdout and stderr."""
+    cpu_s, cpu_s_by_kind (`TreeCpu.seconds_by_kind`: root, jvm, python, other), peak_rss,
+    peak_jvm_rss, peak_python_workers_rss (bytes), returncode (None when killed after
+    `timeout` seconds), and the tails of its stdout and stderr."""
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
@@ -81,7 +82,8 @@ def measured_process(command: list[str], cwd: Path, env: dict[str, str], timeout
             os.killpg(process.pid, 9)
             stdout, stderr = process.communicate()
             code = None
-    return {"wall_s": time.perf_counter() - started, "cpu_s": cpu.seconds(), "peak_rss": memory.peak_total,
+    return {"wall_s": time.perf_counter() - started, "cpu_s": cpu.seconds(),
+            "cpu_s_by_kind": cpu.seconds_by_kind(), "peak_rss": memory.peak_total,
             "peak_jvm_rss": memory.peak_jvm, "peak_python_workers_rss": memory.peak_python,
             "returncode": code, "stdout": (stdout or "")[-3000:], "stderr": (stderr or "")[-3000:]}
 

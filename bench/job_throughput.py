@@ -128,6 +128,19 @@ def stage_seconds_per_extra(small_runs: list[dict], big_runs: list[dict], extra:
             for s in stages}
 
 
+def cpu_seconds_per_extra_by_kind(small_runs: list[dict], big_runs: list[dict], extra: float) -> dict[str, float]:
+    """CPU seconds per extra unit (MB, page) of each kind of process (`cpu_s_by_kind`: root,
+    jvm, python, other) between two sizes, as `stage_seconds_per_extra` takes them; {} when a
+    run has no split (a report written before it was measured)."""
+    runs = [*small_runs, *big_runs]
+    if not all("cpu_s_by_kind" in r for r in runs):
+        return {}
+    kinds = dict.fromkeys(k for r in runs for k in r["cpu_s_by_kind"])
+    return {k: (median([r["cpu_s_by_kind"].get(k, 0.0) for r in big_runs])
+                - median([r["cpu_s_by_kind"].get(k, 0.0) for r in small_runs])) / extra
+            for k in kinds}
+
+
 def english_paragraphs(pages: list[str]) -> list[str]:
     """The English corpus as text paragraphs: each page through `html_to_text`, split at its
     newlines, blank lines dropped."""
@@ -317,6 +330,8 @@ def summarise(report: dict) -> dict:
             }
             if method in ("job", "base"):
                 methods[method]["stage_s_per_extra_mb"] = stage_seconds_per_extra(ok["small"], ok["big"], big - small)
+                methods[method]["cpu_s_per_extra_mb_by_kind"] = cpu_seconds_per_extra_by_kind(
+                    ok["small"], ok["big"], big - small)
         function = report["function"].get(language)
         job, job_cpu = (methods.get("job", {}).get(k) for k in ("mb_per_s_per_core", "mb_per_cpu_s"))
         out[language] = {
@@ -335,6 +350,25 @@ def summarise(report: dict) -> dict:
 
 
 # ---------------------------------------------------------------- the document
+
+# How `cpu_split_text` names each kind of process (bench/commit_cost.PROCESS_KINDS).
+_KIND_NAMES = {"python": "Python workers (the UDFs)", "jvm": "JVM (Spark: reading, Arrow, shuffles, writing)",
+               "root": "the job's own Python (driver)", "other": "other processes"}
+
+
+def cpu_split_text(by_kind: dict[str, float], function_mb_per_cpu_s: float | None) -> str:
+    """A job's CPU seconds per extra MB by kind of process, largest first, each with its share
+    of their sum, and beside the Python workers what the fingerprint function alone costs
+    (1 / its MB per CPU-second) when given: how much of the job is the function at all."""
+    total = sum(by_kind.values())
+    parts = []
+    for kind, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        share = f" ({seconds / total:.0%})" if total > 0 else ""
+        parts.append(f"{_KIND_NAMES.get(kind, kind)} {seconds:.4f}{share}")
+    text = ", ".join(parts) + f"; in all {total:.4f}"
+    if function_mb_per_cpu_s:
+        text += f" (the fingerprint function alone, one process: {1 / function_mb_per_cpu_s:.4f})"
+    return text
 
 SECTION_TITLE = "## 6. The whole job: MB/s per core per extra MB (issue 14)"
 
@@ -415,6 +449,10 @@ def section_lines(report: dict, command: str) -> list[str]:
                 top = sorted(stages.items(), key=lambda kv: -kv[1])[:8]
                 lines.append(f"- {LANGUAGE[language]}: {whose} stages, seconds per extra MB (report.json "
                              f"`stage_seconds`, big minus small): " + ", ".join(f"{k} {v:.3f}" for k, v in top) + ".")
+            by_kind = s["methods"].get(method, {}).get("cpu_s_per_extra_mb_by_kind")
+            if by_kind:
+                lines.append(f"- {LANGUAGE[language]}: {whose} CPU seconds per extra MB by process: "
+                             + cpu_split_text(by_kind, s["function_mb_per_cpu_s"] if method == "job" else None) + ".")
         if report.get("base_commit"):
             lines.append(f"- {LANGUAGE[language]}: A/B, the job's MB/s per core per extra MB over the base's "
                          f"({report['base_commit']}): {fmt(s.get('job_over_base'), '.2f', 'x')} (on CPU seconds: "

@@ -105,6 +105,30 @@ def test_tree_cpu_counts_the_cpu_of_children_and_grandchildren():
     assert 1.1 <= cpu.seconds() <= 2.0
 
 
+def test_tree_cpu_splits_its_seconds_by_kind_of_process():
+    # The root is a shell; its Python grandchildren burn the CPU (as the JVM's Python workers
+    # do under a job's Python): they count as `python`, the shell as `root`, no JVM ran.
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < {}: pass\ntime.sleep(1.5)"
+    script = f"{sys.executable} -c '{burn.format(0.6)}' & {sys.executable} -c '{burn.format(0.4)}'; wait"
+    process = subprocess.Popen(["bash", "-c", script])
+    with commit_cost.TreeCpu(process.pid) as cpu:
+        process.wait()
+    by_kind = cpu.seconds_by_kind()
+    assert set(by_kind) == set(commit_cost.PROCESS_KINDS)
+    assert 0.9 <= by_kind["python"] <= 1.6
+    assert by_kind["jvm"] == 0 and by_kind["root"] < 0.3
+    assert sum(by_kind.values()) == pytest.approx(cpu.seconds())
+
+
+@pytest.mark.parametrize(
+    ("name", "is_root", "kind"),
+    [("java", False, "jvm"), ("python3.11", False, "python"), ("python", False, "python"),
+     ("python", True, "root"), ("java", True, "root"), ("bash", False, "other"), ("chmod", False, "other")],
+)
+def test_process_kind_names_the_root_jvms_pythons_and_the_rest(name: str, is_root: bool, kind: str):
+    assert commit_cost.process_kind(name, is_root) == kind
+
+
 @pytest.mark.slow
 def test_a_quick_run_measures_both_commits_each_with_its_own_code(tmp_path: Path):
     out_json, out_md = tmp_path / "cost.json", tmp_path / "cost.md"

@@ -130,6 +130,7 @@ def test_measured_process_counts_a_child_s_cpu_and_memory_and_its_exit():
     result = measured_process(["bash", "-c", f"{sys.executable} -c '{burn}'; exit 3"], ROOT, dict(os.environ), 60)
     assert result["returncode"] == 3
     assert 0.5 <= result["cpu_s"] <= 1.5
+    assert 0.5 <= result["cpu_s_by_kind"]["python"] <= 1.5  # the shell's Python child burnt it
     assert result["peak_rss"] >= 200 * 2**20
 
 
@@ -177,6 +178,29 @@ def test_a_base_commit_s_runs_give_its_rate_and_the_ratio_of_the_two():
     assert "over the base's (def): 2.00x (on CPU seconds: 1.98x)" in text
     assert "| Chinese (People's Daily, plain text) | base | 1.00 | 1.00 | 2.00x |" in text
     assert "| big | 400 | 205.0 | base | 133.0 |" in text
+
+
+def test_the_cpu_split_by_process_is_per_extra_mb_and_shown_beside_the_function():
+    report = _report()
+    kinds = lambda python, jvm: {"root": 1.0, "jvm": jvm, "python": python, "other": 0.0}  # noqa: E731
+    for run, (python, jvm) in zip(report["runs"]["zh-small"]["job"], [(10, 20), (11, 90), (12, 22)]):
+        run["cpu_s_by_kind"] = kinds(python, jvm)
+    report["runs"]["zh-big"]["job"][0]["cpu_s_by_kind"] = kinds(91, 62)
+    s = job_throughput.summarise(report)["zh"]
+    by_kind = s["methods"]["job"]["cpu_s_per_extra_mb_by_kind"]
+    # Medians of the small runs (python 11, jvm 22), the big run's minus them, over 200 extra MB.
+    assert by_kind == pytest.approx({"root": 0.0, "jvm": (62 - 22) / 200, "python": (91 - 11) / 200, "other": 0.0})
+    text = "\n".join(job_throughput.section_lines({**report, "summary": job_throughput.summarise(report)}, "x"))
+    line = next(li for li in text.splitlines() if "CPU seconds per extra MB by process" in li)
+    assert "Python workers (the UDFs) 0.4000 (67%), JVM (Spark: reading, Arrow, shuffles, writing) 0.2000 (33%)" in line
+    assert "in all 0.6000 (the fingerprint function alone, one process: 0.1111)" in line  # 1 / 9 MB per CPU-second
+
+
+def test_runs_without_a_cpu_split_have_none_and_the_section_no_line():
+    s = job_throughput.summarise(_report())["zh"]
+    assert s["methods"]["job"]["cpu_s_per_extra_mb_by_kind"] == {}
+    text = "\n".join(job_throughput.section_lines({**_report(), "summary": job_throughput.summarise(_report())}, "x"))
+    assert "by process" not in text
 
 
 def test_without_a_base_the_section_has_no_a_b():
