@@ -150,8 +150,9 @@ def row_counts(frame: DataFrame, id_col: str) -> dict[str, Column]:
     return {"rows": F.count(F.lit(1)), **{r: F.count(F.when(reason == r, 1)) for r in REJECTION_REASONS}}
 
 
-def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
-    """Split input rows into (documents, rejected), every string made valid UTF-8 first.
+def rejected_rows(frame: DataFrame, id_col: str, repaired: bool = False) -> tuple[DataFrame, DataFrame]:
+    """Split input rows into (documents, rejected), every string made valid UTF-8 first
+    (`valid_strings`; repaired: the frame already went through it, e.g. its stored copy).
 
     Rejected rows are those of a damaged file (`_damaged_file` set: text input), those that
     did not parse (`_corrupt_record` set) and those with a null id; they keep all their input
@@ -161,7 +162,8 @@ def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
     `_invalid_bytes` (counted as `invalid_utf8_documents` by `signed_documents`; drop it
     with `input_columns`).
     """
-    frame = valid_strings(frame)
+    if not repaired:
+        frame = valid_strings(frame)
     flagged = frame.withColumn("reason", rejection_reason(frame, id_col))
     documents = flagged.where(F.col("reason").isNull()).drop("reason")
     documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN, CORRUPT_BYTES_COLUMN) if c in documents.columns])

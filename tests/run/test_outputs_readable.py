@@ -197,3 +197,32 @@ def test_the_issue_lines_8_and_9_are_documents(spark, dedupe_main, tmp_path):
     assert report["counts"]["invalid_utf8_documents"] == 2
     assert report["counts"]["rejected_rows"] == {}
     assert not (out / "rejected").exists()
+
+
+def _checks_utf8(frame) -> bool:
+    """Whether computing `frame` runs a UTF-8 check or repair of its strings."""
+    plan = frame._jdf.queryExecution().analyzed().toString()
+    return "is_valid_utf8" in plan or "make_valid_utf8" in plan
+
+
+def test_a_parsed_input_is_repaired_once_where_it_is_stored(spark, tmp_path):
+    """JSON (and CSV) input is stored once as Parquet (the `parse` stage): its strings are
+    repaired on the way there, so the documents every later stage reads (the signatures, the
+    deduped output, the samples) are read without checking their bytes again. Parquet input,
+    not stored, is checked where it is read."""
+    from simhash_udf.core.config import DedupeConfig
+    from simhash_udf.run.pipeline import read_input
+    from simhash_udf.stages.scratch import Stages
+
+    case = json_case(tmp_path)
+    source = read_input(spark, DedupeConfig(), str(case.path), "json", Stages(work=str(tmp_path / "work")))
+    assert not _checks_utf8(source.documents)
+    rows = {r["id"]: (r["text"], r["_invalid_bytes"]) for r in source.documents.collect()}
+    assert {i: text for i, (text, _) in rows.items()} == case.texts
+    assert {i for i, (_, bad) in rows.items() if bad} == {8, 9}
+    assert [r["reason"] for r in source.rejected.collect()] == ["unparseable"]
+
+    (tmp_path / "pq").mkdir()
+    parquet = parquet_case(tmp_path / "pq")
+    stored = read_input(spark, DedupeConfig(), str(parquet.path), "parquet", Stages(work=str(tmp_path / "work2")))
+    assert _checks_utf8(stored.documents)
