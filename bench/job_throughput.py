@@ -359,10 +359,14 @@ _KIND_NAMES = {"python": "Python workers (the UDFs)", "jvm": "JVM (Spark: readin
 def cpu_split_text(by_kind: dict[str, float], function_mb_per_cpu_s: float | None) -> str:
     """A job's CPU seconds per extra MB by kind of process, largest first, each with its share
     of their sum, and beside the Python workers what the fingerprint function alone costs
-    (1 / its MB per CPU-second) when given: how much of the job is the function at all."""
+    (1 / its MB per CPU-second) when given: how much of the job is the function at all. A kind
+    under 1% of the sum either way (the driver, helpers: a difference of two noisy samples of
+    nothing) is left out of the list, not of the sum."""
     total = sum(by_kind.values())
     parts = []
     for kind, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        if total > 0 and abs(seconds) < 0.01 * total:
+            continue
         share = f" ({seconds / total:.0%})" if total > 0 else ""
         parts.append(f"{_KIND_NAMES.get(kind, kind)} {seconds:.4f}{share}")
     text = ", ".join(parts) + f"; in all {total:.4f}"

@@ -194,6 +194,7 @@ def test_the_cpu_split_by_process_is_per_extra_mb_and_shown_beside_the_function(
     line = next(li for li in text.splitlines() if "CPU seconds per extra MB by process" in li)
     assert "Python workers (the UDFs) 0.4000 (67%), JVM (Spark: reading, Arrow, shuffles, writing) 0.2000 (33%)" in line
     assert "in all 0.6000 (the fingerprint function alone, one process: 0.1111)" in line  # 1 / 9 MB per CPU-second
+    assert "driver" not in line and "other" not in line  # 0 per extra MB: under 1% of the sum
 
 
 def test_runs_without_a_cpu_split_have_none_and_the_section_no_line():
