@@ -374,6 +374,7 @@ def cpu_split_text(by_kind: dict[str, float], function_mb_per_cpu_s: float | Non
         text += f" (the fingerprint function alone, one process: {1 / function_mb_per_cpu_s:.4f})"
     return text
 
+
 SECTION_TITLE = "## 6. The whole job: MB/s per core per extra MB (issue 14)"
 
 
