@@ -53,6 +53,7 @@ from bench.machine import cpu_model, load_average
 from bench.pipeline_throughput import COPY_EVERY, near_copy
 from bench.runners import CACHE as BENCH_CACHE
 from bench.runners import ROOT, Runs, interleaved, languages_arg, log
+from bench.runners import PROCESS_KINDS, process_kind
 from bench.runners import _children_map as children_map
 
 CACHE = BENCH_CACHE / "commit-cost"
@@ -233,23 +234,6 @@ def check_imports(tree: Tree) -> dict[str, str]:
         if not Path(file).resolve().is_relative_to(tree.path.resolve()):
             raise RuntimeError(f"the {side} imports simhash_udf from {file}, not from {tree.path}")
     return found
-
-
-# What `TreeCpu.seconds_by_kind` tells apart in a job's process tree: the process started
-# (`root`: the job's own Python, the driver), JVMs (`jvm`: in local mode Spark's driver and
-# every task's JVM side: reading, Arrow, shuffles, writing), the other Python processes
-# (`python`: the JVM's Python daemon and workers, which run the UDFs) and the rest (`other`:
-# shells, helpers the JVM starts).
-PROCESS_KINDS = ("root", "jvm", "python", "other")
-
-
-def process_kind(name: str, is_root: bool) -> str:
-    """The kind (PROCESS_KINDS) of a process of the tree from its name in /proc (`comm`)."""
-    if is_root:
-        return "root"
-    if name == "java":
-        return "jvm"
-    return "python" if name.startswith("python") else "other"
 
 
 class TreeCpu:

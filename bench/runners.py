@@ -130,6 +130,23 @@ def _children_map() -> dict[int, list[int]]:
     return children
 
 
+# The kinds of process a job's tree holds, as `TreeMemory` and `commit_cost.TreeCpu` tell them
+# apart: the process started (`root`: the job's own Python, the driver), JVMs (`jvm`: in local
+# mode Spark's driver and every task's JVM side: reading, Arrow, shuffles, writing), the other
+# Python processes (`python`: the JVM's Python daemon and workers, which run the UDFs) and the
+# rest (`other`: shells, helpers the JVM starts).
+PROCESS_KINDS = ("root", "jvm", "python", "other")
+
+
+def process_kind(name: str, is_root: bool) -> str:
+    """The kind (PROCESS_KINDS) of a process of the tree from its name in /proc (`comm`)."""
+    if is_root:
+        return "root"
+    if name == "java":
+        return "jvm"
+    return "python" if name.startswith("python") else "other"
+
+
 def _rss_and_name(pid: int) -> tuple[int, str]:
     rss, name = 0, ""
     try:
@@ -178,13 +195,12 @@ class TreeMemory:
             while todo:
                 pid = todo.pop()
                 rss, name = _rss_and_name(pid)
-                if pid == self.pid:
+                kind = process_kind(name, pid == self.pid)
+                if kind != "other":
                     total += rss
-                elif name == "java":
-                    total += rss
+                if kind == "jvm":
                     jvm += rss
-                elif name.startswith("python"):
-                    total += rss
+                elif kind == "python":
                     python += rss
                     self.peak_python_one = max(self.peak_python_one, rss)
                 todo.extend(children.get(pid, []))
