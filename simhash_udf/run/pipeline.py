@@ -141,14 +141,13 @@ def read_input(
         frame, fmt = documents.complete_columns(raw.frame, config), raw.format
         documents.check_columns(frame, config)
     # The input's rows and its rejected rows by reason are counted in one pass: observed while
-    # a parsed input is stored, else one aggregation where a count of the rows was.
+    # a parsed input is stored, else by the aggregation by id that checks the ids
+    # (`documents.counts_by_id`), so that counting the rows is no pass of its own.
     records = None
-    repaired = False
+    counted = None
     if fmt in warc.FORMATS:
         records = warc.split_records(stages.materialise("parse", frame))
         frame = records.documents
-        with stages.timed("check_ids"):
-            counted = _counted(frame, config.id_col)
     elif inputs.needs_materialising(fmt):
         # Repaired on the way into the stored copy, so that no stage reading the documents
         # afterwards (the signatures, deduped/, the samples) checks their bytes again: the check
@@ -156,19 +155,24 @@ def read_input(
         frame = documents.valid_strings(frame)
         frame = stages.materialise("parse", frame, observe=documents.row_counts(frame, config.id_col))
         counted = stages.observed["parse"]
-        repaired = True
-    else:
-        with stages.timed("read"):
-            counted = _counted(frame, config.id_col)
-    rows = records.counts.get("document", 0) if records is not None else counted["rows"]
-    rejected_counts = {r: counted[r] for r in documents.REJECTION_REASONS if counted[r]}
+    if counted is None:
+        # Not stored repaired: repaired where read (ids too: two that differ only in invalid
+        # bytes are one id once repaired, as the documents carry it).
+        frame = documents.valid_strings(frame)
     with stages.timed("check_ids"):
-        docs, rejected = documents.rejected_rows(frame, config.id_col, repaired)
+        docs, rejected = documents.rejected_rows(frame, config.id_col)
+        if counted is None:
+            counted = documents.counts_by_id(frame, config.id_col)
+            some_id_repeats = counted[documents.REPEATED_IDS] > 0
+        else:
+            some_id_repeats = True  # not known: the sample below says
+        rows = records.counts.get("document", 0) if records is not None else counted["rows"]
+        rejected_counts = {r: counted[r] for r in documents.REJECTION_REASONS if counted[r]}
         # Not persisted: a cached aggregate keeps all spark.sql.shuffle.partitions (200 tasks,
         # 4 s of a small run), where adaptive execution coalesces the uncached one to a few;
         # the rare run with repeated ids computes it again.
         repeated = documents.repeated_ids(docs, config.id_col)
-        sample = repeated.orderBy(config.id_col).limit(5).collect()
+        sample = repeated.orderBy(config.id_col).limit(5).collect() if some_id_repeats else []
         if sample:
             # Only when some id repeats: the split costs two joins over the documents.
             docs, duplicates = documents.split_repeated_ids(docs, config.id_col, repeated, _first_of_an_id(config))
@@ -184,11 +188,6 @@ def read_input(
     if records is not None:
         damaged = damaged + [inputs.DamagedFile(path, reason) for path, reason, _ in records.damaged]
     return Input(docs, rejected, rejected_counts, fmt, rows, damaged, records)
-
-
-def _counted(frame: DataFrame, id_col: str) -> dict[str, int]:
-    """`documents.row_counts` of frame, in one Spark job."""
-    return frame.agg(*[column.alias(name) for name, column in documents.row_counts(frame, id_col).items()]).first().asDict()
 
 
 def _run_staged(

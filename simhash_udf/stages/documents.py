@@ -150,9 +150,34 @@ def row_counts(frame: DataFrame, id_col: str) -> dict[str, Column]:
     return {"rows": F.count(F.lit(1)), **{r: F.count(F.when(reason == r, 1)) for r in REJECTION_REASONS}}
 
 
-def rejected_rows(frame: DataFrame, id_col: str, repaired: bool = False) -> tuple[DataFrame, DataFrame]:
-    """Split input rows into (documents, rejected), every string made valid UTF-8 first
-    (`valid_strings`; repaired: the frame already went through it, e.g. its stored copy).
+# `counts_by_id`'s count of the ids that more than one document carries.
+REPEATED_IDS = "repeated_ids"
+
+
+def counts_by_id(frame: DataFrame, id_col: str) -> dict[str, int]:
+    """`row_counts` of input rows and, as REPEATED_IDS, how many ids more than one of its
+    documents (rows `rejected_rows` keeps) carry: one aggregation by id, in one pass.
+
+    For input that is not stored on its way in (Parquet, text, WARC): counting its rows was a
+    pass of its own before the ids' check, which groups every row by id anyway; the counts are
+    sums over those groups. The groups are (id, rejection reason), with one count each: a
+    row's reason rides in the key rather than as an aggregate per reason, so the shuffle moves
+    one count a row, as the ids' check alone did (rows without an id are null_id or rejected
+    otherwise, never a document)."""
+    reason = rejection_reason(frame, id_col)
+    per_id = frame.select(F.col(id_col).alias("id"), reason.alias("reason")).groupBy("id", "reason").count()
+    of_reason = {r: F.when(F.col("reason") == r, F.col("count")) for r in REJECTION_REASONS}
+    totals = per_id.agg(
+        F.coalesce(F.sum("count"), F.lit(0)).alias("rows"),
+        *[F.coalesce(F.sum(count), F.lit(0)).alias(r) for r, count in of_reason.items()],
+        F.count(F.when(F.col("reason").isNull() & (F.col("count") > 1), 1)).alias(REPEATED_IDS),
+    ).first()
+    return {name: int(value) for name, value in totals.asDict().items()}
+
+
+def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
+    """Split input rows, every string made valid UTF-8 (`valid_strings`), into (documents,
+    rejected).
 
     Rejected rows are those of a damaged file (`_damaged_file` set: text input), those that
     did not parse (`_corrupt_record` set) and those with a null id; they keep all their input
@@ -162,8 +187,6 @@ def rejected_rows(frame: DataFrame, id_col: str, repaired: bool = False) -> tupl
     `_invalid_bytes` (counted as `invalid_utf8_documents` by `signed_documents`; drop it
     with `input_columns`).
     """
-    if not repaired:
-        frame = valid_strings(frame)
     flagged = frame.withColumn("reason", rejection_reason(frame, id_col))
     documents = flagged.where(F.col("reason").isNull()).drop("reason")
     documents = documents.drop(*[c for c in (CORRUPT_COLUMN, DAMAGE_COLUMN, CORRUPT_BYTES_COLUMN) if c in documents.columns])

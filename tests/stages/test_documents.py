@@ -175,3 +175,44 @@ def test_repeated_ids_are_exactly_the_ids_a_counter_finds_repeated(spark, id_typ
     assert found == expected
     assert len(expected) > 200  # the repeats are many, and of several counts
     assert len(set(expected.values())) > 2
+
+
+@pytest.mark.parametrize("id_type", ["string", "bigint"])
+def test_counts_by_id_are_the_rows_reasons_and_repeated_ids_a_counter_finds(spark, id_type):
+    # Input rows as read: some with a null id, some that did not parse or come from a damaged
+    # file (rejected whatever their id), ids repeated among the documents, and ids repeated
+    # only with a rejected row (not repeated among documents). The oracle is plain Python over
+    # the same rows.
+    import random
+    from collections import Counter
+
+    rng = random.Random(15)
+    rows = []
+    for i in range(2_000):
+        doc_id = rng.randrange(1_500) if rng.random() < 0.95 else None
+        flag = rng.random()
+        corrupt = "{broken" if flag < 0.03 else None
+        damaged = "cut gzip" if 0.03 <= flag < 0.05 else None
+        rows.append((f"u{doc_id}" if id_type == "string" and doc_id is not None else doc_id, corrupt, damaged))
+    schema = f"doc {id_type}, `{documents.CORRUPT_COLUMN}` string, `{documents.DAMAGE_COLUMN}` string"
+    frame = spark.createDataFrame(rows, schema).repartition(3)
+
+    def reason(row):
+        return (
+            documents.DAMAGED_FILE if row[2] is not None
+            else documents.UNPARSEABLE if row[1] is not None
+            else documents.NULL_ID if row[0] is None
+            else None
+        )
+
+    reasons = Counter(reason(r) for r in rows)
+    per_id = Counter(r[0] for r in rows if reason(r) is None)
+    expected = {
+        "rows": len(rows),
+        **{r: reasons[r] for r in documents.REJECTION_REASONS},
+        documents.REPEATED_IDS: sum(1 for n in per_id.values() if n > 1),
+    }
+    assert all(expected[r] for r in documents.REJECTION_REASONS) and expected[documents.REPEATED_IDS] > 0
+    assert documents.counts_by_id(frame, "doc") == expected
+    # With no row at all: zeros, not nulls.
+    assert documents.counts_by_id(frame.limit(0), "doc") == {name: 0 for name in expected}
