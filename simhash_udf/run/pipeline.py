@@ -126,7 +126,8 @@ def read_input(
     sets a session setting, which the caller restores, as `run` does).
 
     JSON and CSV input is materialised once (see `inputs.needs_materialising`); the rows and
-    the rejected rows by reason are counted in the same pass (`documents.row_counts`). Raises
+    the rejected rows by reason are counted in the same pass (`documents.row_counts`), those of
+    other input by the aggregation that checks the ids (`documents.counts_by_id`). Raises
     inputs.InputError only for what the command line names wrongly: a path that matches nothing,
     a format that cannot be inferred, a missing column or a column of the wrong type in an
     input that declares its types (Parquet). Problems of the data are rows of `rejected`

@@ -188,7 +188,7 @@ def test_counts_by_id_are_the_rows_reasons_and_repeated_ids_a_counter_finds(spar
 
     rng = random.Random(15)
     rows = []
-    for i in range(2_000):
+    for _ in range(2_000):
         doc_id = rng.randrange(1_500) if rng.random() < 0.95 else None
         flag = rng.random()
         corrupt = "{broken" if flag < 0.03 else None
