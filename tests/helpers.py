@@ -11,6 +11,7 @@ run's outputs:
 - `pairs_of`: pairs/ as {(id_a, id_b, distance)};
 - `entries_of`: the newest index version's entries (Rows of id, fingerprint, cluster_id,
   run_id, status, url, ...); `entry_key` makes them comparable between indexes.
+`jobs_in_group` counts the Spark jobs an action runs.
 """
 
 from __future__ import annotations
@@ -19,12 +20,26 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from generators import PLANTED_K
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def jobs_in_group(spark, group: str, action) -> int:
+    """How many Spark jobs `action()` runs, counted in a job group of its own. The status
+    tracker learns of jobs from Spark's listener bus, which may lag the action a little."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    time.sleep(0.5)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
 
 
 def peoples_daily() -> list[str]:

@@ -7,12 +7,12 @@ Hadoop FileSystem calls the module makes.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from helpers import jobs_in_group
 
 from simhash_udf.files.outputs import OutputError, StagedOutput, report_json, write_parquet
 
@@ -164,19 +164,6 @@ def test_parquet_rows_of_an_empty_frame_is_zero(spark, tmp_path):
     assert parquet_rows(spark, path) == 0
 
 
-def _jobs_in_group(spark, group: str, action) -> int:
-    """How many Spark jobs `action()` runs, counted in a job group of its own. The status
-    tracker learns of jobs from Spark's listener bus, which may lag the action a little."""
-    sc = spark.sparkContext
-    sc.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    time.sleep(0.5)
-    return len(sc.statusTracker().getJobIdsForGroup(group))
-
-
 def test_read_back_reads_what_spark_infers_from_the_files_without_a_job_of_its_own(spark, tmp_path):
     from simhash_udf.files.outputs import read_back
 
@@ -193,7 +180,7 @@ def test_read_back_reads_what_spark_infers_from_the_files_without_a_job_of_its_o
     write_parquet(frame, path)
     inferred = spark.read.parquet(path)
     read = {}
-    assert _jobs_in_group(spark, f"read-back-{uuid.uuid4()}", lambda: read.setdefault("frame", read_back(frame, path))) == 0
+    assert jobs_in_group(spark, f"read-back-{uuid.uuid4()}", lambda: read.setdefault("frame", read_back(frame, path))) == 0
     assert read["frame"].schema == inferred.schema
     assert sorted(read["frame"].collect()) == sorted(inferred.collect())
     assert len(read["frame"].collect()) == 50

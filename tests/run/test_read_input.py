@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import jobs_in_group
 from pyspark.sql import functions as F
 
 from simhash_udf.core.config import DedupeConfig
@@ -17,17 +18,6 @@ from simhash_udf.run.pipeline import read_input
 from simhash_udf.stages.scratch import Stages
 
 pytestmark = pytest.mark.spark
-
-
-def _jobs_in_group(spark, group: str, action) -> int:
-    """The Spark jobs `action()` runs, counted in job group `group`."""
-    sc = spark.sparkContext
-    sc.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    return len(sc.statusTracker().getJobIdsForGroup(group))
 
 
 def test_a_parquet_input_is_counted_by_the_aggregation_that_checks_its_ids(spark, tmp_path):
@@ -42,15 +32,12 @@ def test_a_parquet_input_is_counted_by_the_aggregation_that_checks_its_ids(spark
         frame = spark.read.parquet(str(path))
         frame.groupBy("id").count().agg(F.count(F.lit(1))).first()
 
-    expected = _jobs_in_group(spark, "test-read-input-oracle", one_aggregation_by_id)
-    stages = Stages(work=str(tmp_path / "work"), spark=spark)
-    try:
-        stages.count_jobs(spark, "test-read-input-job")
-        source = read_input(spark, DedupeConfig(), str(path), "parquet", stages)
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    assert source.rows == 3_000 and source.rejected_counts == {}
-    assert stages.jobs["read"] + stages.jobs["check_ids"] == expected
+    expected = jobs_in_group(spark, "test-read-input-oracle", one_aggregation_by_id)
+    read = {}
+    ran = jobs_in_group(spark, "test-read-input-job", lambda: read.setdefault("input", read_input(
+        spark, DedupeConfig(), str(path), "parquet", Stages(work=str(tmp_path / "work")))))
+    assert read["input"].rows == 3_000 and read["input"].rejected_counts == {}
+    assert ran == expected
 
 
 def test_ids_that_differ_only_in_invalid_bytes_are_one_id_once_repaired(spark, tmp_path):
