@@ -52,8 +52,7 @@ from bench.corpora import group_paragraphs, peoples_daily, python_doc_html
 from bench.machine import cpu_model, load_average
 from bench.pipeline_throughput import COPY_EVERY, near_copy
 from bench.runners import CACHE as BENCH_CACHE
-from bench.runners import ROOT, Runs, interleaved, languages_arg, log
-from bench.runners import PROCESS_KINDS, process_kind
+from bench.runners import PROCESS_KINDS, ROOT, Runs, interleaved, languages_arg, log, process_kind
 from bench.runners import _children_map as children_map
 
 CACHE = BENCH_CACHE / "commit-cost"

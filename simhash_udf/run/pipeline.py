@@ -164,15 +164,14 @@ def read_input(
         docs, rejected = documents.rejected_rows(frame, config.id_col)
         if counted is None:
             counted = documents.counts_by_id(frame, config.id_col)
-            some_id_repeats = counted[documents.REPEATED_IDS] > 0
-        else:
-            some_id_repeats = True  # not known: the sample below says
         rows = records.counts.get("document", 0) if records is not None else counted["rows"]
         rejected_counts = {r: counted[r] for r in documents.REJECTION_REASONS if counted[r]}
         # Not persisted: a cached aggregate keeps all spark.sql.shuffle.partitions (200 tasks,
         # 4 s of a small run), where adaptive execution coalesces the uncached one to a few;
         # the rare run with repeated ids computes it again.
         repeated = documents.repeated_ids(docs, config.id_col)
+        # Input counted by id says whether some id repeats; a stored input's count does not.
+        some_id_repeats = counted.get(documents.REPEATED_IDS, 1) > 0
         sample = repeated.orderBy(config.id_col).limit(5).collect() if some_id_repeats else []
         if sample:
             # Only when some id repeats: the split costs two joins over the documents.
