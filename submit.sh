@@ -3,6 +3,11 @@
 #
 #   ./submit.sh [spark-submit options] --input PATH --output DIR [job options]
 #   ./submit.sh --help                           the job's options
+#   ./submit.sh [spark-submit options] jobs/index.py compact --index DIR    another script
+#
+# The application is jobs/dedupe.py unless the first word that is not spark-submit's names a
+# Python file, as in spark-submit's own syntax: then that script runs with the words after it
+# (the Airflow DAG runs both of its scripts this way, with this file as its spark-submit).
 #
 # spark-submit's own options (--master, --deploy-mode, --conf, --executor-memory, ... see
 # SPARK_VALUE_OPTIONS below) go to spark-submit wherever they stand; everything else goes to
@@ -36,6 +41,24 @@ if [ ! -x "$venv/bin/spark-submit" ]; then
   exit 2
 fi
 
+# spark-submit's requests about a driver submitted to a standalone cluster (--status ID,
+# --kill ID: how Airflow's operator polls and stops the driver it started with this script as
+# its spark-submit) run no application: passed on as they are.
+for word in "$@"; do
+  case $word in
+    --status | --status=* | --kill | --kill=*)
+      # (spark-submit finds its Spark through the project's Python.)
+      export PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$venv/bin/python}
+      command=("$venv/bin/spark-submit" "$@")
+      if [ "${SIMHASH_SUBMIT_DRY_RUN:-0}" = 1 ]; then
+        printf '%s\0' "${command[@]}"
+        exit 0
+      fi
+      exec "${command[@]}"
+      ;;
+  esac
+done
+
 # spark-submit options that take a value; none of them is also a job option but --master,
 # which is spark-submit's here. Arrays, matched word by word (a list in one string once
 # missed the words at its line ends: issue 11, item 7).
@@ -60,6 +83,8 @@ master=${SPARK_MASTER:-local[*]}
 deploy_mode=""
 archives=""
 java_options="-Dlog4j.configurationFile=file:$here/conf/log4j2.properties"
+application=$here/jobs/dedupe.py
+application_given=0
 driver_memory=""
 properties_file=""
 spark_args=()
@@ -84,6 +109,9 @@ sort_args() {
     elif ! is_one_of "$name" "${SPARK_VALUE_OPTIONS[@]}"; then
       if [ "$from_env" = 1 ]; then
         spark_args+=("$word")
+      elif [ "$application_given" = 0 ] && [ ${#job_args[@]} = 0 ] && [[ $word == *.py ]]; then
+        application=$word
+        application_given=1
       else
         job_args+=("$word")
         case $word in -h | --help) wants_help=1 ;; esac
@@ -112,6 +140,13 @@ sort_args() {
           --driver-memory=*) driver_memory=$value ;;
           --conf=spark.driver.memory=* | -c=spark.driver.memory=*) driver_memory=${value#*=} ;;
           --properties-file=*) properties_file=$value ;;
+          # spark-submit keeps one value of the driver's Java options, the last given: this
+          # one would replace the options submit.sh passes (the log configuration, the
+          # collector, the class archive), or be dropped. Merged into them instead.
+          --conf=spark.driver.extraJavaOptions=* | -c=spark.driver.extraJavaOptions=*)
+            java_options="$java_options ${value#*=}"
+            continue
+            ;;
         esac
         spark_args+=("$name" "$value")
         ;;
@@ -147,20 +182,26 @@ case $master in
     fi
     ;;
 esac
-if [ "$wants_help" = 1 ]; then
+if [ "$wants_help" = 1 ] && [ "${application##*/}" = dedupe.py ]; then
   echo "./submit.sh [spark-submit options] --input PATH --output DIR [job options]: spark-submit's"
   echo "options (--master, --deploy-mode, --conf, --executor-memory, ...) go to spark-submit, the"
   echo "rest to the job (README: 'Running on a cluster'). The job's options:"
   echo
 fi
 
-# The driver memory set in a properties file (--properties-file, else spark-defaults.conf).
-memory_from_file() {
+# A property's value in the properties file (--properties-file, else spark-defaults.conf): the
+# rest of its line after the name and a separator (so spark.driver.memoryOverhead is not
+# spark.driver.memory), from the last line that sets it ("" when none).
+from_properties_file() {
   local file=${properties_file:-${SPARK_CONF_DIR:-${SPARK_HOME:-/nonexistent}/conf}/spark-defaults.conf}
   [ -f "$file" ] || return 0
-  sed -n 's/^[[:space:]]*spark\.driver\.memory[[:space:]:=]*\([^[:space:]]*\).*/\1/p' "$file" | tail -n 1
+  sed -n "s/^[[:space:]]*${1//./\\.}[[:space:]:=][[:space:]:=]*\(.*[^[:space:]]\)[[:space:]]*\$/\1/p" "$file" | tail -n 1
 }
-[ -n "$driver_memory" ] || driver_memory=${SPARK_DRIVER_MEMORY:-$(memory_from_file)}
+[ -n "$driver_memory" ] || driver_memory=${SPARK_DRIVER_MEMORY:-$(from_properties_file spark.driver.memory)}
+# The file's driver Java options would be replaced by the --driver-java-options below: they
+# come first in it, so that the command line's win where the two set the same thing.
+file_java_options=$(from_properties_file spark.driver.extraJavaOptions)
+java_options="${file_java_options:+$file_java_options }$java_options"
 # Local mode: the driver is every executor too, and Spark gives it 1 GB whatever the machine
 # (issue 11, item 6). Unless the user set it, it gets a share of this machine's memory
 # (simhash_udf/run/session.py, the same rule as `python jobs/dedupe.py`), said in one line.
@@ -199,10 +240,11 @@ if [ "$deploy_mode" != cluster ]; then
   if ! grep -Eq -- '-XX:[+-]Use[A-Za-z0-9_]*GC([^A-Za-z0-9_]|$)' <<<"$options_seen"; then
     java_options="$java_options -XX:+UseParallelGC"
   fi
-  # A local run over texts compiles with C1 only (a run on --fingerprint-col keeps C2), unless
-  # the compilers are chosen anywhere the JVM takes options from: session.py's QUICK_JIT and
-  # jit_chosen (why, measured).
-  over_texts=1
+  # A local run over texts compiles with C1 only (a run on --fingerprint-col, or of another
+  # script, keeps C2), unless the compilers are chosen anywhere the JVM takes options from:
+  # session.py's QUICK_JIT and jit_chosen (why, measured).
+  over_texts=0
+  [ "${application##*/}" = dedupe.py ] && over_texts=1
   for word in ${job_args[@]+"${job_args[@]}"}; do
     case $word in --fingerprint-col | --fingerprint-col=*) over_texts=0 ;; esac
   done
@@ -233,7 +275,7 @@ command=("$venv/bin/spark-submit" --master "$master" ${deploy_mode:+--deploy-mod
   ${archives:+--archives "$archives"}
   ${ship[@]+"${ship[@]}"}
   ${spark_args[@]+"${spark_args[@]}"}
-  "$here/jobs/dedupe.py" ${job_args[@]+"${job_args[@]}"})
+  "$application" ${job_args[@]+"${job_args[@]}"})
 if [ "${SIMHASH_SUBMIT_DRY_RUN:-0}" = 1 ]; then
   # For tests: the exact words spark-submit would get, NUL-separated; nothing runs.
   printf '%s\0' "${command[@]}"

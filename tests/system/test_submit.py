@@ -251,8 +251,67 @@ def test_local_mode_sizes_the_driver_only_when_nothing_else_does(tmp_path):
     props = tmp_path / "p.conf"
     props.write_text("spark.driver.memory  3g\n")
     assert driver_memory(["--properties-file", str(props)]) == []
+    # Another property whose name begins alike sets nothing of the driver's memory.
+    props.write_text("spark.driver.memoryOverhead 1g\n")
+    assert driver_memory(["--properties-file", str(props)]) == [share]
     # A cluster's driver is not this machine's business.
     assert driver_memory(["--master", "spark://127.0.0.1:9"]) == []
+
+
+@pytest.mark.parametrize("form", ["--conf", "-c=", "properties file"])
+def test_the_drivers_java_options_set_as_a_property_reach_the_driver_with_submit_shs(form, tmp_path):
+    """spark-submit keeps one value of spark.driver.extraJavaOptions, the last given: a
+    `--conf` of it once replaced the options submit.sh passes (the log configuration, the
+    collector, the class archive), and the properties file's was replaced by them. What real
+    spark-submit parsed holds both (the job's --help: nothing runs)."""
+    if form == "properties file":
+        props = tmp_path / "p.conf"
+        props.write_text("spark.driver.extraJavaOptions   -Dmine=1 -Xss4m \nspark.executor.memory 1g\n")
+        words = ["--properties-file", str(props)]
+    else:
+        words = ["--conf", "spark.driver.extraJavaOptions=-Dmine=1 -Xss4m"] if form == "--conf" else \
+            ["-c=spark.driver.extraJavaOptions=-Dmine=1 -Xss4m"]
+    result = submit_verbose(*words, "--master", "local[1]", "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    options = parsed(result.stderr, "driverExtraJavaOptions").split()
+    assert {"-Dmine=1", "-Xss4m", "-XX:+UseParallelGC"} <= set(options), options
+    assert any("log4j2.properties" in option for option in options), options
+    # The value arrives whole, in its order.
+    assert options.index("-Xss4m") == options.index("-Dmine=1") + 1
+
+
+def test_a_script_named_before_the_jobs_options_runs_instead_of_the_job(tmp_path):
+    """`./submit.sh [spark options] jobs/index.py compact ...`: spark-submit's own syntax, as
+    the Airflow DAG calls it with submit.sh as its spark-submit; the driver starts as for the
+    job, but compiles with both compilers (only a run over texts gets C1 only)."""
+    from simhash_udf.run.session import DRIVER_GC, QUICK_JIT
+
+    result = submit_verbose("--master", "local[1]", str(ROOT / "jobs" / "index.py"), "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "usage: index.py" in result.stdout
+    assert parsed(result.stderr, "primaryResource") == f"file:{ROOT / 'jobs' / 'index.py'}"
+    assert parsed(result.stderr, "childArgs") == "[--help]"
+
+    env = {name: "" for name in JVM_OPTION_VARIABLES}
+    words = dry_run(["--master", "local[2]", "jobs/index.py", "compact", "--index", "x", "--conf", "spark.y=2"], **env)
+    at = words.index("jobs/index.py")
+    assert words[at + 1:] == ["compact", "--index", "x"] and ("--conf", "spark.y=2") in zip(words, words[1:at])
+    java = words[words.index("--driver-java-options") + 1].split()
+    assert DRIVER_GC in java and QUICK_JIT not in java
+    # The job, named or not, is the run over texts; a .py word after a job option is the job's.
+    for args in (["--input", "x.py"], [str(ROOT / "jobs" / "dedupe.py"), "--input", "x.py"]):
+        words = dry_run([*args, "--output", "y"], **env)
+        assert words[-5:] == [str(ROOT / "jobs" / "dedupe.py"), "--input", "x.py", "--output", "y"]
+        assert QUICK_JIT in words[words.index("--driver-java-options") + 1].split()
+
+
+@pytest.mark.parametrize("request_words", [["--status", "driver-1"], ["--kill=driver-1"]])
+def test_a_request_about_a_submitted_driver_goes_to_spark_submit_as_it_is(request_words):
+    """Airflow's operator polls (and stops) the driver it submitted to a standalone cluster by
+    running its spark-submit, here submit.sh, with --status ID (--kill ID): no job is added."""
+    args = ["--master", "spark://127.0.0.1:9", *request_words]
+    words = dry_run(args)
+    assert words[1:] == args
 
 
 # The driver's class data sharing archive (simhash_udf/run/session.py, submit.sh, quickstart.sh).
