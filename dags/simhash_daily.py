@@ -3,11 +3,15 @@ Apache Spark provider.
 
 Each day `ds` (YYYY-MM-DD), in date order:
 
-    dedupe          spark-submit jobs/dedupe.py --input INPUT_ROOT/ds/ --output OUTPUT_ROOT/ds
+    dedupe          submit.sh jobs/dedupe.py --input INPUT_ROOT/ds/ --output OUTPUT_ROOT/ds
                         --index INDEX_PATH --run-id ds --overwrite
     check_report    jobs/check_report.py --output-root OUTPUT_ROOT --date ds
     compact_due     whether ds is a compaction day (Variable simhash_compact_weekdays)
-    compact_index   spark-submit jobs/index.py compact --index INDEX_PATH --keep-last 1
+    compact_index   submit.sh jobs/index.py compact --index INDEX_PATH --keep-last 1
+
+The two Spark tasks are SparkSubmitOperators whose spark-submit is the project's submit.sh, so
+their driver starts as a `./submit.sh` run's does (in local mode, memory sized from the
+machine rather than Spark's 1 GB) and a cluster's executors get the packed environment.
 
 `dedupe` finds the day's duplicates among its own pages *and* against every earlier day's
 (the index, docs/index.md), then adds the day's pages to the index. The run id is the day:
@@ -38,7 +42,8 @@ AIRFLOW_VAR_SIMHASH_INPUT_ROOT, ...):
                           "Sat,Sun", "daily" or "never"
     simhash_check_args    extra options for check_report.py, e.g. "--max-rate-deviation 0.1"
 The Spark master is the `spark_default` connection: host `local[2]` (or `local[*]`) for local
-mode, `spark://HOST` with port 7077 or `yarn` for a cluster, e.g.
+mode, `spark://HOST` with port 7077 or `yarn` for a cluster (its executors then run the
+environment submit.sh packs, unless the worker's environment says SIMHASH_PACK=0), e.g.
     AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'
 """
 
@@ -95,25 +100,27 @@ def compact_due(ds: str, weekdays: str) -> bool:
 
 
 def spark_submit(task_id: str, application: Path, args: list[str], **kwargs) -> SparkSubmitOperator:
-    """A spark-submit of a project script with the project's Spark and Python."""
+    """A spark-submit of a project script with the project's Spark and Python, through the
+    project's submit.sh: the driver starts as `./submit.sh` starts it (in local mode its memory
+    sized from the machine, not Spark's 1 GB; its collector, compilers, class archive, log
+    configuration and out-of-memory hint), and a cluster's executors get the packed environment
+    (SIMHASH_PACK=0 in the worker's environment: they have one)."""
     return SparkSubmitOperator(
         task_id=task_id,
         conn_id="spark_default",
         application=str(application),
         application_args=args,
         name=f"simhash-{task_id}-{{{{ ds }}}}",
-        # The project's spark-submit, Spark and Python for the driver and the executors, not
-        # Airflow's environment (which has no PySpark).
-        spark_binary=str(VENV / "bin" / "spark-submit"),
+        # submit.sh takes spark-submit's arguments and runs the project's spark-submit, Spark
+        # and Python, not Airflow's environment (which has no PySpark).
+        spark_binary=str(PROJECT / "submit.sh"),
         env_vars={
+            "SIMHASH_VENV": str(VENV),
             "PYSPARK_PYTHON": str(PYTHON),
             "PYSPARK_DRIVER_PYTHON": str(PYTHON),
             **spark_home(VENV),
         },
-        conf={
-            "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{PROJECT / 'conf' / 'log4j2.properties'}",
-            "spark.ui.showConsoleProgress": "false",
-        },
+        conf={"spark.ui.showConsoleProgress": "false"},
         **kwargs,
     )
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from simhash_udf.run.session import local_driver_memory, physical_memory_bytes
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,6 +252,9 @@ def test_day_two_is_deduplicated_against_day_one_through_the_index_and_a_retry_r
 
     first, tasks1, log1 = run_day(day1)
     check_the_sample_day(roots["output"] / day1, roots["input"] / day1, log1)
+    # The operator's spark-submit is submit.sh: in local mode the driver gets a share of the
+    # machine's memory (Spark alone gives it 1 GB, for every task of the run), said in one line.
+    assert f"submit.sh: local mode: driver memory {local_driver_memory(physical_memory_bytes())} " in log1
     status1 = {c["id"]: c for c in first}
     assert status1[1]["status"] == "kept" and status1[1]["cluster_id"] == 1
 
