@@ -196,8 +196,12 @@ def find_against_index(
     # Pairs: each pair once over the life of the index, by the run that brought its
     # newer fingerprint; fingerprints are named by the id that first carried them.
     new_side = new_fps.select(F.col("fingerprint").alias("_new"))
-    fresh_batch_pairs = batch_pairs.join(
-        new_side, (F.col("fp_a") == F.col("_new")) | (F.col("fp_b") == F.col("_new")), "left_semi"
+    # A batch pair is fresh when either of its fingerprints is new: two joins on one key each
+    # (hash joins), never one on `fp_a = _new OR fp_b = _new`, which Spark can only run as a
+    # nested loop over pairs x new fingerprints (4M new fingerprints and 67k pairs: still
+    # running after 6 minutes). A pair with both new comes twice; dropDuplicates below keeps one.
+    fresh_batch_pairs = batch_pairs.join(new_side, F.col("fp_a") == F.col("_new"), "left_semi").unionByName(
+        batch_pairs.join(new_side, F.col("fp_b") == F.col("_new"), "left_semi")
     )
     fresh_index_pairs = near_index.join(new_side, F.col("fp_new") == F.col("_new"), "left_semi").select(
         F.least("fp_new", "fp_old").alias("fp_a"), F.greatest("fp_new", "fp_old").alias("fp_b"), "distance", "jaccard"

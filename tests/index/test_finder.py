@@ -9,6 +9,8 @@ index's plan is the one its manifest then stores (read from disk, not through th
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from generators import brute_force_pairs, planted_rows, popcount64
 
 from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, IndexOptions
+from simhash_udf.files import outputs
 from simhash_udf.index.finder import IndexFinder
 from simhash_udf.index.session import IndexSession
 from simhash_udf.stages.scratch import Stages
@@ -152,3 +155,46 @@ def test_the_index_finder_of_a_second_batch_uses_the_manifests_plan_and_finds_pa
         if {fp for doc_id, fp in rows if doc_id in (p[0], p[1])} & new_fps
     }
     assert found_pairs(found) == expected
+
+
+def stored_plans(monkeypatch) -> list[tuple[str, str]]:
+    """(path, physical plan as `DataFrame.explain` prints it) of every frame a stage stores
+    from now on (`Stages.materialise` writes through `files.outputs.write_parquet`); the
+    frames are then written as before."""
+    plans = []
+    write = outputs.write_parquet
+
+    def recording(frame, path, *args, **kwargs):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            frame.explain()
+        plans.append((path, printed.getvalue()))
+        return write(frame, path, *args, **kwargs)
+
+    monkeypatch.setattr(outputs, "write_parquet", recording)
+    return plans
+
+
+@pytest.mark.slow
+def test_no_stage_of_either_finder_joins_by_a_nested_loop(spark, batch, tmp_path, monkeypatch):
+    """A join with no key to hash on (a condition like `a = x OR b = x`) runs as a nested loop
+    over both sides: quadratic, and at a crawl's size it never ends (the index's pairs stage
+    joined the batch's pairs to its new fingerprints so: 4M new fingerprints and 67k pairs
+    were still running after 6 minutes). No stage of the self-join, of a first batch into an
+    empty index or of a second batch into it plans one."""
+    path, rows = batch
+    half = len(rows) // 2
+    paths = []
+    for name, part in (("day1", rows[:half]), ("day2", rows[half:])):
+        paths.append(tmp_path / f"{name}.parquet")
+        write_batch(paths[-1], part)
+    plans = stored_plans(monkeypatch)
+    SelfJoinFinder().find(spark.read.parquet(str(path)), CONFIG, Stages(work=str(tmp_path / "scratch0")))
+    index = str(tmp_path / "index")
+    for day, day_path in enumerate(paths, start=1):
+        finder = IndexFinder(IndexSession.open(spark, IndexOptions(index, f"day{day}"), CONFIG, str(day_path)))
+        find_and_commit(finder, spark.read.parquet(str(day_path)), CONFIG, Stages(work=str(tmp_path / f"scratch{day}")))
+    stages = {Path(stored).name.split("-", 1)[-1] for stored, _ in plans}
+    assert {"distinct_fingerprints", "verify", "clusters", "index_pairs"} <= stages, stages
+    looped = [(stored, plan) for stored, plan in plans if "NestedLoopJoin" in plan or "CartesianProduct" in plan]
+    assert not looped, looped[0]
