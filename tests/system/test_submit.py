@@ -280,7 +280,7 @@ def test_the_drivers_java_options_set_as_a_property_reach_the_driver_with_submit
     assert options.index("-Xss4m") == options.index("-Dmine=1") + 1
 
 
-def test_a_script_named_before_the_jobs_options_runs_instead_of_the_job(tmp_path):
+def test_a_script_named_before_the_jobs_options_runs_instead_of_the_job():
     """`./submit.sh [spark options] jobs/index.py compact ...`: spark-submit's own syntax, as
     the Airflow DAG calls it with submit.sh as its spark-submit; the driver starts as for the
     job, but compiles with both compilers (only a run over texts gets C1 only)."""
