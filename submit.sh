@@ -41,21 +41,26 @@ if [ ! -x "$venv/bin/spark-submit" ]; then
   exit 2
 fi
 
+# The driver (client mode) runs the project's Python; spark-submit also runs it to find
+# SPARK_HOME, the pyspark package in it.
+export PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$venv/bin/python}
+
+# Runs the project's spark-submit with these words (SIMHASH_SUBMIT_DRY_RUN=1, for tests: prints
+# them NUL-separated and runs nothing).
+submit() {
+  if [ "${SIMHASH_SUBMIT_DRY_RUN:-0}" = 1 ]; then
+    printf '%s\0' "$venv/bin/spark-submit" "$@"
+    exit 0
+  fi
+  exec "$venv/bin/spark-submit" "$@"
+}
+
 # spark-submit's requests about a driver submitted to a standalone cluster (--status ID,
 # --kill ID: how Airflow's operator polls and stops the driver it started with this script as
 # its spark-submit) run no application: passed on as they are.
 for word in "$@"; do
   case $word in
-    --status | --status=* | --kill | --kill=*)
-      # (spark-submit finds its Spark through the project's Python.)
-      export PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$venv/bin/python}
-      command=("$venv/bin/spark-submit" "$@")
-      if [ "${SIMHASH_SUBMIT_DRY_RUN:-0}" = 1 ]; then
-        printf '%s\0' "${command[@]}"
-        exit 0
-      fi
-      exec "${command[@]}"
-      ;;
+    --status | --status=* | --kill | --kill=*) submit "$@" ;;
   esac
 done
 
@@ -157,9 +162,6 @@ read -r -a env_words <<<"${SPARK_SUBMIT_ARGS:-}"
 sort_args 1 ${env_words[@]+"${env_words[@]}"}
 sort_args 0 "$@"
 
-# The driver (client mode) runs the project's Python; spark-submit also runs it to find
-# SPARK_HOME, the pyspark package in it.
-export PYSPARK_DRIVER_PYTHON=${PYSPARK_DRIVER_PYTHON:-$venv/bin/python}
 ship=()
 case $master in
   local | local\[*)
@@ -182,7 +184,10 @@ case $master in
     fi
     ;;
 esac
-if [ "$wants_help" = 1 ] && [ "${application##*/}" = dedupe.py ]; then
+# Whether the application is the job (not another script such as jobs/index.py).
+runs_the_job=0
+[ "${application##*/}" = dedupe.py ] && runs_the_job=1
+if [ "$wants_help" = 1 ] && [ "$runs_the_job" = 1 ]; then
   echo "./submit.sh [spark-submit options] --input PATH --output DIR [job options]: spark-submit's"
   echo "options (--master, --deploy-mode, --conf, --executor-memory, ...) go to spark-submit, the"
   echo "rest to the job (README: 'Running on a cluster'). The job's options:"
@@ -243,8 +248,7 @@ if [ "$deploy_mode" != cluster ]; then
   # A local run over texts compiles with C1 only (a run on --fingerprint-col, or of another
   # script, keeps C2), unless the compilers are chosen anywhere the JVM takes options from:
   # session.py's QUICK_JIT and jit_chosen (why, measured).
-  over_texts=0
-  [ "${application##*/}" = dedupe.py ] && over_texts=1
+  over_texts=$runs_the_job
   for word in ${job_args[@]+"${job_args[@]}"}; do
     case $word in --fingerprint-col | --fingerprint-col=*) over_texts=0 ;; esac
   done
@@ -269,16 +273,10 @@ if [ "$deploy_mode" != cluster ]; then
   fi
 fi
 
-command=("$venv/bin/spark-submit" --master "$master" ${deploy_mode:+--deploy-mode "$deploy_mode"}
-  --driver-java-options "$java_options"
-  --conf spark.ui.showConsoleProgress=true
-  ${archives:+--archives "$archives"}
-  ${ship[@]+"${ship[@]}"}
-  ${spark_args[@]+"${spark_args[@]}"}
-  "$application" ${job_args[@]+"${job_args[@]}"})
-if [ "${SIMHASH_SUBMIT_DRY_RUN:-0}" = 1 ]; then
-  # For tests: the exact words spark-submit would get, NUL-separated; nothing runs.
-  printf '%s\0' "${command[@]}"
-  exit 0
-fi
-exec "${command[@]}"
+submit --master "$master" ${deploy_mode:+--deploy-mode "$deploy_mode"} \
+  --driver-java-options "$java_options" \
+  --conf spark.ui.showConsoleProgress=true \
+  ${archives:+--archives "$archives"} \
+  ${ship[@]+"${ship[@]}"} \
+  ${spark_args[@]+"${spark_args[@]}"} \
+  "$application" ${job_args[@]+"${job_args[@]}"}

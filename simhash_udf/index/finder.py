@@ -199,7 +199,7 @@ def find_against_index(
     # A batch pair is fresh when either of its fingerprints is new: two joins on one key each
     # (hash joins), never one on `fp_a = _new OR fp_b = _new`, which Spark can only run as a
     # nested loop over pairs x new fingerprints (4M new fingerprints and 67k pairs: still
-    # running after 6 minutes). A pair with both new comes twice; dropDuplicates below keeps one.
+    # running after 340 s). A pair with both new comes twice; dropDuplicates below keeps one.
     fresh_batch_pairs = batch_pairs.join(new_side, F.col("fp_a") == F.col("_new"), "left_semi").unionByName(
         batch_pairs.join(new_side, F.col("fp_b") == F.col("_new"), "left_semi")
     )
