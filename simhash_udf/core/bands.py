@@ -298,7 +298,8 @@ class LookupCost:
     matches_per_batch_row: stored rows expected to share a table's key with one random batch
     fingerprint, summed over tables: n x sum over tables of 2^-key_bits.
     joined_rows: m x matches_per_batch_row (what the equi-join hands to the distance check).
-    self_join_cost: the batch's own two-level self-join with the same plan (`plan_cost(m)`).
+    self_join_cost: the batch's own two-level self-join, on its own plan (`choose_plan(m)`: the
+    same for every lookup plan, so it never decides between them).
     """
 
     blocks: int
@@ -352,7 +353,7 @@ def lookup_cost(n: int, m: int, k: int, blocks: int) -> LookupCost:
         stored_rows_scanned=float(n) * plan.n_tables,
         matches_per_batch_row=per_row,
         joined_rows=m * per_row,
-        self_join_cost=plan_cost(max(m, 2), k, blocks).cost,
+        self_join_cost=plan_cost(max(m, 2), k, choose_plan(m, k).blocks).cost,
     )
 
 

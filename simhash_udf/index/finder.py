@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig
 from simhash_udf.index import assign, lookup, sketch_lookup
 from simhash_udf.index.session import IndexSession, indexed_fingerprints
@@ -61,7 +62,9 @@ def find_against_index(
 ) -> NearDuplicates:
     """The batch's clusters and pairs against the index; writes the run's segment.
 
-    docs: the checked input rows (see `Finder.find`); the plan is the session's (`bands.index_plan`).
+    docs: the checked input rows (see `Finder.find`); the lookup's plan is the session's
+    (`bands.index_plan`), the batch's self-join's the cost model's for its distinct
+    fingerprints, or --blocks (`bands.choose_plan`).
     Clusters and pairs have the columns of `NearDuplicates`; `pairs` holds the pairs
     with at least one fingerprint new to the index (older ones were output before).
     """
@@ -110,10 +113,19 @@ def find_against_index(
     indexed_fps = matches.where("distance = 0").select(F.col("fp_new").alias("fingerprint"))
     new_fps = batch.join(indexed_fps, "fingerprint", "left_anti")
     # The batch's own pairs: the self-join's two-level join, hot runs summarised as
-    # without an index (`simhash_udf.stages.self_join`).
-    joined = stages.materialise(BAND_JOIN_STAGE, join.band_join(batch, plan, n), observe=join.stats_aggregates())
+    # without an index (`simhash_udf.stages.self_join`), on the plan the self-join's cost
+    # model picks for the batch (or --blocks), not the index's. Any plan finds every pair
+    # within k; the index's is priced for the lookup (10^9: 20 tables of 31-33-bit keys),
+    # which in a self-join shuffles 5x the band rows of the batch's own (4M fingerprints:
+    # 80M, not 16M).
+    self_join_plan = bands.choose_plan(n, config.k, config.blocks)
+    joined = stages.materialise(
+        BAND_JOIN_STAGE, join.band_join(batch, self_join_plan, n), observe=join.stats_aggregates()
+    )
     with stages.timed("candidates"):
-        stats = join_counts(join.join_stats(joined, plan, n, totals=stages.observed[BAND_JOIN_STAGE]), found.stats)
+        stats = join_counts(
+            join.join_stats(joined, self_join_plan, n, totals=stages.observed[BAND_JOIN_STAGE]), found.stats
+        )
     stats["distinct_fingerprints"] = n
     # What the report prices the lookup for: the fingerprints the index held (key rows per table).
     stats["index_fingerprints"] = indexed_fingerprints(session.base)
@@ -235,7 +247,7 @@ def find_against_index(
     added = assign.new_entries(clustered_full, marked, sources, indexed_fps, session.run_id, sketches)
     with stages.timed("index_write"):
         session.write_segment(added, plan)
-    return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats)
+    return NearDuplicates(clustered, pairs, fingerprint_pairs, signed, plan, stats, self_join_plan=self_join_plan)
 
 
 def _stage(

@@ -305,11 +305,18 @@ def _explain_index(n: int, chosen: bands.BandPlan, index: IndexExplain) -> list[
         "The lookup is an equi-join of the batch's key rows (fingerprints x tables, broadcast) with "
         "the index's stored key rows (all read); met per fingerprint = stored rows sharing a table's "
         "key with one random batch fingerprint, summed over tables; joined rows = the batch x that, "
-        "each checked with bit_count. The batch is also joined with itself with the same plan, and "
-        "a (table, key) bucket hot on both sides is summarised, not joined in full."
+        "each checked with bit_count; a (table, key) bucket hot on both sides is summarised, not "
+        "joined in full."
+    )
+    # The batch's own pairs come from the self-join, on its cost model's plan for the batch.
+    own = bands.choose_plan(m, chosen.k, blocks)
+    self_join = bands.plan_cost(m, chosen.k, own.blocks)
+    lines.append(
+        f"The batch is also joined with itself, on the plan the self-join's cost model picks for its "
+        f"distinct fingerprints, or --blocks ({own.blocks} blocks, {own.n_tables} tables for {n:,}; report.json: "
+        "band_plan.self_join): any plan finds every pair within k, and the index's is priced for the lookup."
     )
     lookup = bands.lookup_cost(max(size, 2), m, chosen.k, chosen.blocks)
-    self_join = bands.plan_cost(m, chosen.k, chosen.blocks)
     lines.append(
         f"expected candidate pairs with this plan: about {lookup.joined_rows + self_join.random_candidates:,.0f} "
         f"by chance ({lookup.joined_rows:,.0f} in the lookup, {self_join.random_candidates:,.0f} in the "

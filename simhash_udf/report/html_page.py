@@ -176,6 +176,10 @@ def _join_section(report: Mapping[str, Any]) -> str:
         ("tables", p["tables"]),
         ("key bits", ", ".join(str(b) for b in p["key_bits"])),
         ("chosen by", p["chosen_by"]),
+        *(
+            [("the batch's self-join", f"{own['blocks']} blocks, {own['tables']} tables ({own['chosen_by']})")]
+            if (own := p.get("self_join")) else []
+        ),
         ("rows shuffled", p["rows_shuffled"]),
         ("expected random candidates", p["expected_random_candidates"]),
     ]

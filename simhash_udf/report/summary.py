@@ -112,6 +112,7 @@ def build(
     text_counts: dict[str, int],
     plan: bands.BandPlan,
     join_stats: dict[str, Any],
+    self_join_plan: bands.BandPlan | None = None,
     stage_seconds: dict[str, float],
     stage_rows: dict[str, int],
     stage_jobs: dict[str, int] | None = None,
@@ -119,7 +120,8 @@ def build(
 ) -> dict[str, Any]:
     """The report of a run (see the README's table of outputs for what each part means).
 
-    plan and join_stats: the finder's (`NearDuplicates.plan`, `NearDuplicates.join_stats`);
+    plan, join_stats and self_join_plan: the finder's (`NearDuplicates.plan`,
+    `NearDuplicates.join_stats`, `NearDuplicates.self_join_plan`);
     stage_seconds, stage_rows, stage_jobs: `Stages.seconds`, `Stages.rows` and `Stages.jobs`
     of the run; spark_jobs: the Spark jobs the whole run submitted (`Stages.spark_jobs`).
     """
@@ -147,7 +149,9 @@ def build(
             "distinct_fingerprints": join_stats["distinct_fingerprints"],
         },
         "cluster_sizes": summary["cluster_sizes"],
-        "band_plan": plan_summary(plan, join_stats["distinct_fingerprints"], join_stats.get("index_fingerprints")),
+        "band_plan": plan_summary(
+            plan, join_stats["distinct_fingerprints"], join_stats.get("index_fingerprints"), self_join_plan
+        ),
         "join": {
             # Comparisons made (each a pair checked by popcount): the two-level join's
             # candidates, plus, against an index, the lookup's (see `index.finder.join_counts`).
@@ -178,7 +182,9 @@ _INDEX_JOIN_COUNTS = (
 )
 
 
-def plan_summary(plan: bands.BandPlan, n: int, index_fingerprints: int | None = None) -> dict[str, Any]:
+def plan_summary(
+    plan: bands.BandPlan, n: int, index_fingerprints: int | None = None, self_join_plan: bands.BandPlan | None = None
+) -> dict[str, Any]:
     """The band plan as the report shows it: the plan that ran, how it was picked, and what
     the cost model expects of it for this run.
 
@@ -187,14 +193,17 @@ def plan_summary(plan: bands.BandPlan, n: int, index_fingerprints: int | None = 
     fingerprints it held; then `lookup` prices the lookup of the n against them
     (`bands.lookup_cost`), and expected_random_candidates is the self-join's plus the
     lookup's expected joined rows, so it estimates what join.candidate_pairs counts.
+    self_join_plan: the plan of the batch's own band join when it is not `plan` (against an
+    index: `NearDuplicates.self_join_plan`), shown as `self_join`; rows_shuffled,
+    shuffle_bytes, sub_blocks and the self-join's part of expected_random_candidates are then
+    its, since only the self-join shuffles band rows.
     """
-    cost = bands.plan_cost(max(n, 2), plan.k, plan.blocks)
+    self_join = self_join_plan or plan
+    cost = bands.plan_cost(max(n, 2), self_join.k, self_join.blocks)
     summary: dict[str, Any] = {
         "chosen_by": plan.reason,
         "k": plan.k,
-        "blocks": plan.blocks,
-        "tables": plan.n_tables,
-        "key_bits": sorted({plan.key_bits(t) for t in range(plan.n_tables)}),
+        **_plan_shape(plan),
         "rows_shuffled": int(cost.rows_shuffled),
         "shuffle_bytes": int(cost.shuffle_bytes),
         "sub_blocks": cost.sub_blocks,
@@ -211,4 +220,15 @@ def plan_summary(plan: bands.BandPlan, n: int, index_fingerprints: int | None = 
             "expected_joined_rows": round(lookup.joined_rows, 1),
         }
         summary["expected_random_candidates"] = round(cost.random_candidates + lookup.joined_rows, 1)
+    if self_join_plan is not None:
+        summary["self_join"] = {"chosen_by": self_join_plan.reason, **_plan_shape(self_join_plan)}
     return summary
+
+
+def _plan_shape(plan: bands.BandPlan) -> dict[str, Any]:
+    """A plan's `blocks`, `tables` and `key_bits` (the distinct widths of its tables' keys)."""
+    return {
+        "blocks": plan.blocks,
+        "tables": plan.n_tables,
+        "key_bits": sorted({plan.key_bits(t) for t in range(plan.n_tables)}),
+    }

@@ -64,12 +64,14 @@ def explain_run(
 def summary(result: dict[str, Any]) -> str:
     """A few lines for the console; everything else is in report.json."""
     c, j, p = result["counts"], result["join"], result["band_plan"]
+    # Against an index, the batch's own join has a plan of its own (report.json: band_plan.self_join).
+    own = f"the batch's self-join {s['blocks']} blocks, {s['tables']} tables; " if (s := p.get("self_join")) else ""
     lines = [
         f"documents {c['documents']:,}: kept {c['kept']:,}, exact duplicates {c['exact_duplicates']:,}, "
         f"near duplicates {c['near_duplicates']:,}, skipped {sum(c['skipped'].values()):,} {c['skipped'] or ''}".rstrip(),
         f"clusters {c['clusters']:,}; too short for a fingerprint {c['too_short']:,}; rejected rows {sum(c['rejected_rows'].values()):,}",
         f"band plan: {p['blocks']} blocks, {p['tables']} tables, key bits {p['key_bits']} ({p['chosen_by']}); "
-        f"candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {result['distances']}",
+        f"{own}candidate pairs {j['candidate_pairs']:,}, verified pairs {j['verified_pairs']:,}, distances {result['distances']}",
         f"wrote {result['output']} in {result['total_seconds']:.1f} s",
     ]
     v = result.get("verify", {})

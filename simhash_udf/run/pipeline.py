@@ -259,6 +259,7 @@ def _run_staged(
         text_counts=text_counts,
         plan=found.plan,
         join_stats=found.join_stats,
+        self_join_plan=found.self_join_plan,
         stage_seconds=stages.seconds,
         stage_rows=stages.rows,
         stage_jobs=stages.jobs,

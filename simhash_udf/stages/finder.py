@@ -40,7 +40,10 @@ class NearDuplicates:
     new to it).
     fingerprint_pairs: `fp_a`, `fp_b`, `distance`, `jaccard` (the same pairs, by fingerprint).
     signed: every document's signatures, `documents.signed_documents` (text input only).
-    plan: the band plan used, saying how it was chosen (`BandPlan.reason`).
+    plan: the band plan used, saying how it was chosen (`BandPlan.reason`): against an index,
+    the index's, which the lookup used.
+    self_join_plan: against an index, the plan of the batch's own band join (the cost
+    model's for its distinct fingerprints); None when that is `plan`.
     join_stats: counts and hot buckets of the join (`join.join_stats`), `distinct_fingerprints`,
     and, when the short-text check ran, `verify` (`short_text_check.counts`).
     cluster_sizes: `cluster_id`, `members`, one row per cluster of `clusters`, when the finder
@@ -54,6 +57,7 @@ class NearDuplicates:
     plan: bands.BandPlan
     join_stats: dict[str, Any]
     cluster_sizes: DataFrame | None = None
+    self_join_plan: bands.BandPlan | None = None
 
 
 class Finder(Protocol):

@@ -93,3 +93,31 @@ def test_an_index_run_explains_and_reports_the_manifests_plan(spark, dedupe_main
         "k": PLANTED_K, "blocks": 7, "tables": math.comb(7, PLANTED_K), "chosen_by": words,
     }
     assert newest_manifest(index)["blocks"] == 7
+
+
+@pytest.mark.slow
+def test_an_index_runs_batch_joins_itself_on_its_own_plan_not_the_indexs(spark, dedupe_main, days, tmp_path, capsys):
+    """The lookup uses the index's plan (the lookup cost model's for 10^9 fingerprints); the
+    batch's own pairs come from the self-join on the cost model's plan for its distinct
+    fingerprints, so it makes the same comparisons as the run without an index, and still
+    finds every pair within k."""
+    paths, _ = days
+    alone, indexed, index = tmp_path / "alone", tmp_path / "indexed", tmp_path / "index"
+    assert run_job(dedupe_main, spark, paths[0], alone, None) == 0
+    assert run_job(dedupe_main, spark, paths[0], indexed, index) == 0
+    without, against = report_of(alone), report_of(indexed)
+
+    assert against["band_plan"]["blocks"] == newest_manifest(index)["blocks"] != without["band_plan"]["blocks"]
+    assert against["band_plan"]["self_join"] == {
+        key: without["band_plan"][key] for key in ("chosen_by", "blocks", "tables", "key_bits")
+    }
+    assert against["join"]["self_join_candidate_pairs"] == without["join"]["candidate_pairs"]
+    table = pq.read_table(paths[0])
+    day_rows = list(zip(table["id"].to_pylist(), table["fp"].to_pylist()))
+    assert pairs_of(spark, indexed) == brute_force_pairs(day_rows, PLANTED_K)
+
+    # --explain against the index says so too.
+    capsys.readouterr()
+    argv = ["--input", str(paths[1]), "--fingerprint-col", "fp", "--k", str(PLANTED_K), "--index", str(index)]
+    assert dedupe_main([*argv, "--explain"], spark=spark) == 0
+    assert "The batch is also joined with itself, on the plan the self-join's cost model picks" in capsys.readouterr().out
