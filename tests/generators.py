@@ -112,6 +112,12 @@ def write_days(folder: Path, rows: list[tuple[int, int]], days: int, seed: int) 
     return paths
 
 
+def read_rows(path: Path) -> list[tuple[int, int]]:
+    """A day file of `write_days` as (id, fp) rows."""
+    table = pq.read_table(path)
+    return list(zip(table["id"].to_pylist(), table["fp"].to_pylist()))
+
+
 def popcount64(value: int) -> int:
     """Set bits of a 64-bit value given signed or unsigned (independent of the library)."""
     return bin(value & 0xFFFFFFFFFFFFFFFF).count("1")

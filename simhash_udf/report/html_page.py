@@ -170,16 +170,15 @@ def _counts_section(report: Mapping[str, Any]) -> str:
 
 def _join_section(report: Mapping[str, Any]) -> str:
     p, j = report["band_plan"], report["join"]
+    # Against an index, the batch's own join has a plan of its own (band_plan.self_join).
+    own = p.get("self_join")
     plan_rows = [
         ("k (largest distance)", p["k"]),
         ("blocks", p["blocks"]),
         ("tables", p["tables"]),
         ("key bits", ", ".join(str(b) for b in p["key_bits"])),
         ("chosen by", p["chosen_by"]),
-        *(
-            [("the batch's self-join", f"{own['blocks']} blocks, {own['tables']} tables ({own['chosen_by']})")]
-            if (own := p.get("self_join")) else []
-        ),
+        *([("the batch's self-join", f"{own['blocks']} blocks, {own['tables']} tables ({own['chosen_by']})")] if own else []),
         ("rows shuffled", p["rows_shuffled"]),
         ("expected random candidates", p["expected_random_candidates"]),
     ]

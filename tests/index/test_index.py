@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from generators import brute_force_pairs, flip, planted_rows, popcount64, to_signed, write_days
+from generators import brute_force_pairs, flip, planted_rows, popcount64, read_rows, to_signed, write_days
 from helpers import ROOT, clusters_of, entries_of, entry_key, newest_manifest, pairs_of, report_of, run_job
 
 from simhash_udf.index import finder as index_finder
@@ -32,11 +32,6 @@ SAMPLE = ROOT / "examples" / "sample.jsonl"
 
 
 # -- planted data ------------------------------------------------------------------------
-def read_rows(path: Path) -> list[tuple[int, int]]:
-    table = pq.read_table(path)
-    return list(zip(table["id"].to_pylist(), table["fp"].to_pylist()))
-
-
 # -- an independent model of the documented rules ----------------------------------------
 class UnionFind:
     def __init__(self) -> None:

@@ -12,9 +12,8 @@ import math
 from itertools import combinations
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from generators import PLANTED_K, brute_force_pairs, planted_rows, write_days
+from generators import PLANTED_K, brute_force_pairs, planted_rows, read_rows, write_days
 from helpers import newest_manifest, pairs_of, report_of, run_job
 
 pytestmark = pytest.mark.spark
@@ -61,9 +60,7 @@ def test_explain_report_and_join_use_the_given_blocks(spark, dedupe_main, days, 
         blocks, math.comb(blocks, PLANTED_K), bits, "--blocks"
     )
     # The join ran with it and lost nothing: every pair within k, against brute force.
-    table = pq.read_table(source)
-    day_rows = list(zip(table["id"].to_pylist(), table["fp"].to_pylist()))
-    assert pairs_of(spark, out) == brute_force_pairs(day_rows, PLANTED_K)
+    assert pairs_of(spark, out) == brute_force_pairs(read_rows(source), PLANTED_K)
 
 
 @pytest.mark.slow
@@ -112,9 +109,7 @@ def test_an_index_runs_batch_joins_itself_on_its_own_plan_not_the_indexs(spark, 
         key: without["band_plan"][key] for key in ("chosen_by", "blocks", "tables", "key_bits")
     }
     assert against["join"]["self_join_candidate_pairs"] == without["join"]["candidate_pairs"]
-    table = pq.read_table(paths[0])
-    day_rows = list(zip(table["id"].to_pylist(), table["fp"].to_pylist()))
-    assert pairs_of(spark, indexed) == brute_force_pairs(day_rows, PLANTED_K)
+    assert pairs_of(spark, indexed) == brute_force_pairs(read_rows(paths[0]), PLANTED_K)
 
     # --explain against the index says so too.
     capsys.readouterr()
