@@ -271,6 +271,9 @@ def test_kept_document_is_chosen_without_a_window_over_a_cluster(frames, documen
         assert "HashAggregate" in plan or "ObjectHashAggregate" in plan or "SortAggregate" in plan, plan
 
 
+# Slow (11 s on 2 cores): a cluster of 20,000 documents. The fast lane keeps
+# test_default_keeps_the_smallest_id for the clusters' rules.
+@pytest.mark.slow
 def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
     """20,000 documents of one component over 8 partitions, ids shuffled: one kept (the
     smallest id), the exact copies of its text exact duplicates, the rest near duplicates."""
@@ -295,6 +298,9 @@ def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
             assert result[i]["distance"] == bin(i % 100).count("1")
 
 
+# Slow (38 s on 2 cores, the fast lane's slowest test before it was marked): six assignments,
+# two of them of 20,000 documents.
+@pytest.mark.slow
 def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_with_keep_by, spark):
     """The report's size histogram reads `ClusterAssignment.sizes` (the aggregate the kept
     documents come from) instead of counting clusters/ by cluster: they must agree, cluster by
