@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from simhash_udf.core import cluster_rules
 
 # Frames of at most this many rows (the pairs named by id, the dropped ids deduped/ leaves out)
 # are broadcast to the join that looks them up, and the other side (every distinct fingerprint,
@@ -23,10 +28,17 @@ from pyspark.sql import functions as F
 # distinct fingerprints, the clusters' aggregate is also stored whole (`cluster_assignment`).
 BROADCAST_ROWS = 500_000
 
-KEPT = "kept"
-EXACT_DUPLICATE = "exact_duplicate"
-NEAR_DUPLICATE = "near_duplicate"
-SKIPPED = "skipped"
+# Up to this many documents the clusters are assigned on the driver (`core.cluster_rules`): one
+# collect of the documents' small columns (id, exact key, fingerprint, reason: ~100 bytes a
+# row, ~20 MB at the limit) and one of the components, where Spark's aggregates and joins
+# cost about ten Spark jobs, 1.5-2.5 s even for one document. The result is a local frame of
+# as many rows, which Spark writes at ~0.2 M rows/s.
+DRIVER_MAX_DOCUMENTS = 200_000
+
+KEPT = cluster_rules.KEPT
+EXACT_DUPLICATE = cluster_rules.EXACT_DUPLICATE
+NEAR_DUPLICATE = cluster_rules.NEAR_DUPLICATE
+SKIPPED = cluster_rules.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ def cluster_assignment(
     fingerprint_rows: `fingerprints`' rows, when known. Up to BROADCAST_ROWS the clusters'
         aggregate is stored whole (a small copy, read back faster than it is computed again:
         the sample's report 0.4 s faster); more, or not known, only its aggregated part.
+    A small run's clusters are assigned on the driver instead (`assigned_on_driver_when`).
     Returns documents: `id`, `cluster_id` (the kept document's id; null when skipped),
     `fingerprint`, `status` (kept, exact_duplicate, near_duplicate, skipped), `reason`,
     `distance` (Hamming distance to the kept document's fingerprint, when both have one); and
@@ -148,6 +161,59 @@ def cluster_assignment(
         documents=alone.unionByName(clustered).unionByName(skipped),
         sizes=kept.select("cluster_id", "members"),
     )
+
+
+# keep_by types whose Python values order as Spark orders them (`core.cluster_rules`); a run
+# with another (an array, a struct) is clustered by Spark at any size.
+_DRIVER_KEEP_BY_TYPES = (
+    T.NumericType, T.StringType, T.BinaryType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType,
+)
+
+
+def assigned_on_driver_when(documents: DataFrame, document_rows: int | None) -> bool:
+    """Whether a run assigns the clusters of `documents` (`cluster_assignment`'s) on the driver
+    (`assigned_on_driver`): they are at most DRIVER_MAX_DOCUMENTS (`document_rows`; None: not
+    known), and their keep_by, if any, orders the same in Python as in Spark."""
+    if document_rows is None or document_rows > DRIVER_MAX_DOCUMENTS:
+        return False
+    return "keep_by" not in documents.columns or isinstance(documents.schema["keep_by"].dataType, _DRIVER_KEEP_BY_TYPES)
+
+
+def assigned_on_driver(documents: DataFrame, components: DataFrame, keep_order: str = "asc") -> ClusterAssignment:
+    """`cluster_assignment`'s frames, computed on the driver by `core.cluster_rules` from one
+    collect of `documents` and one of `components` (the same columns as there); returned as
+    local frames of the same columns and types."""
+    has_keep_by = "keep_by" in documents.columns
+    names = ["id", "exact_key", "fingerprint", "reason"] + (["keep_by"] if has_keep_by else [])
+    collected = documents.select(*names).toArrow()
+    rows = [cluster_rules.Document(*values) for values in zip(*(collected.column(n).to_pylist() for n in names))]
+    edges = components.select("node", "component").toArrow()
+    component_of = dict(zip(edges.column("node").to_pylist(), edges.column("component").to_pylist()))
+    assigned, sizes = cluster_rules.assign_clusters(rows, component_of, has_keep_by, keep_order)
+    id_type = documents.schema["id"].dataType
+    spark = documents.sparkSession
+    clustered = _local_frame(spark, assigned, T.StructType([
+        T.StructField("id", id_type),
+        T.StructField("cluster_id", id_type),
+        T.StructField("fingerprint", T.LongType()),
+        T.StructField("status", T.StringType()),
+        T.StructField("reason", T.StringType()),
+        T.StructField("distance", T.IntegerType()),
+    ]))
+    sized = _local_frame(spark, sizes, T.StructType([
+        T.StructField("cluster_id", id_type), T.StructField("members", T.LongType()),
+    ]))
+    return ClusterAssignment(documents=clustered, sizes=sized)
+
+
+def _local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) -> DataFrame:
+    """A frame of `rows` (tuples in `schema`'s order), built through Arrow: a local relation
+    of typed columns, not pickled rows converted again by every read."""
+    arrow_schema = to_arrow_schema(schema)
+    columns = list(zip(*rows)) if rows else [[] for _ in schema.fields]
+    return spark.createDataFrame(pa.Table.from_arrays(
+        [pa.array(column, type=field.type) for column, field in zip(columns, arrow_schema)], schema=arrow_schema,
+    ))
 
 
 def _kept_per_fingerprint_cluster(

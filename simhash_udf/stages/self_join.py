@@ -19,7 +19,7 @@ from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, SketchConfig
 from simhash_udf.stages import clusters, documents, join, short_text_check, sketch_join
 from simhash_udf.stages.components import connected_components
-from simhash_udf.stages.finder import BAND_JOIN_STAGE, NearDuplicates, fingerprint_documents
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE, NearDuplicates, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
 
 log = logging.getLogger("simhash_udf")
@@ -90,10 +90,16 @@ class SelfJoinFinder:
                 edge_count=edge_count,
             ),
         )
-        clustered = clusters.cluster_assignment(
-            fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame),
-            fingerprints=table, fingerprint_rows=n,
-        )
+        # The documents: those signed (text input), else at most the input's rows.
+        document_rows = stages.rows.get(SIGNATURES_STAGE, stages.documents)
+        if clusters.assigned_on_driver_when(fingerprinted, document_rows):
+            with stages.timed("clusters"):
+                clustered = clusters.assigned_on_driver(fingerprinted, components, config.keep_order)
+        else:
+            clustered = clusters.cluster_assignment(
+                fingerprinted, components, config.keep_order, materialise=lambda frame: stages.materialise("clusters", frame),
+                fingerprints=table, fingerprint_rows=n,
+            )
         # At most as many pairs as the stored rows they came from: the sketch route's (counted),
         # else the band join's (its pairs, stats and hot runs' rows). When the
         # names are few too, Spark's own plan broadcasts the smaller side at no shuffle, and a

@@ -296,7 +296,9 @@ def test_a_failed_run_leaves_no_output_and_keeps_the_old_one(spark, dedupe_main,
     def broken(*args, **kwargs):
         raise RuntimeError("simulated failure after the join")
 
+    # Both paths of the clusters (Spark's, and the driver's for a small run).
     monkeypatch.setattr(clusters, "cluster_assignment", broken)
+    monkeypatch.setattr(clusters, "assigned_on_driver", broken)
     with pytest.raises(RuntimeError, match="simulated failure"):
         _run(dedupe_main, spark, "--input", str(src), "--output", str(out), "--overwrite")
     assert (out / "report.json").read_text() == before

@@ -186,6 +186,30 @@ def test_report_counts_match_the_outputs(spark, sample_run):
     assert not any(p.name.startswith(".") for p in sample_run.parent.iterdir()), "staging left behind"
 
 
+def test_the_sample_is_clustered_on_the_driver_as_by_spark(spark, dedupe_main, sample_run, tmp_path, monkeypatch):
+    """A small run assigns its clusters on the driver (`clusters.assigned_on_driver`); forced
+    through Spark's aggregates and joins, the same input gives the same clusters/, deduped/
+    and counts, in more Spark jobs."""
+    from simhash_udf.stages import clusters as clusters_stage
+
+    monkeypatch.setattr(clusters_stage, "DRIVER_MAX_DOCUMENTS", 0)
+    out = tmp_path / "by-spark"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(out)], spark=spark) == 0
+
+    def outputs(folder):
+        report = json.loads((folder / "report.json").read_text())
+        return (
+            sorted(tuple(r) for r in spark.read.parquet(str(folder / "clusters")).collect()),
+            sorted(r["id"] for r in spark.read.parquet(str(folder / "deduped")).collect()),
+            report["counts"],
+            report["cluster_sizes"],
+        ), report["stage_jobs"]["clusters"]
+
+    (on_driver, driver_jobs), (by_spark, spark_jobs) = outputs(sample_run), outputs(out)
+    assert on_driver == by_spark
+    assert driver_jobs < spark_jobs
+
+
 @pytest.mark.slow
 def test_same_clusters_whatever_the_partitioning(spark, dedupe_main, tmp_path):
     """Input split into 1 file vs 7 files, shuffle partitions 1 vs 8: identical outputs."""

@@ -55,6 +55,19 @@ def frames(spark):
     return documents, components
 
 
+def _by_spark(documents, components, keep_order="asc"):
+    return clusters.cluster_assignment(documents, components, keep_order)
+
+
+def _on_driver(documents, components, keep_order="asc"):
+    return clusters.assigned_on_driver(documents, components, keep_order)
+
+
+# The same rules, two implementations: Spark's aggregates and joins (any size), and
+# `core.cluster_rules` on the driver (a small run's).
+BOTH_PATHS = pytest.mark.parametrize("assign", [_by_spark, _on_driver], ids=["spark", "driver"])
+
+
 def _sorted_rows(frame):
     return sorted((tuple(r) for r in frame.collect()), key=repr)
 
@@ -105,6 +118,8 @@ def test_default_keeps_the_smallest_id(frames):
         _assert_frame(result, expected, CLUSTERS_SCHEMA)
         assert result.count() == len(DOCUMENTS)
         assert len(stored) == 3  # the aggregate (or its aggregated part), and the larger clusters' two frames
+    on_driver = clusters.assigned_on_driver(documents, components).documents
+    _assert_frame(on_driver, expected, CLUSTERS_SCHEMA)
 
 
 # keep_by of each document (None: the document has no value).
@@ -117,7 +132,8 @@ def documents_with_keep_by(spark):
     return spark.createDataFrame(rows, "id long, keep_by long, exact_key binary, fingerprint long, reason string")
 
 
-def test_keep_by_ascending(frames, documents_with_keep_by):
+@BOTH_PATHS
+def test_keep_by_ascending(frames, documents_with_keep_by, assign):
     _, components = frames
     expected = [
         # keep_by 10, 20, 50, 50: 10 is kept (fingerprint 7); 3 has its text.
@@ -142,10 +158,11 @@ def test_keep_by_ascending(frames, documents_with_keep_by):
         (16, 16, 200, KEPT, None, 0),
         (17, 16, 200, NEAR, None, 0),
     ]
-    _assert_frame(clusters.cluster_assignment(documents_with_keep_by, components, "asc").documents, expected, CLUSTERS_SCHEMA)
+    _assert_frame(assign(documents_with_keep_by, components, "asc").documents, expected, CLUSTERS_SCHEMA)
 
 
-def test_keep_by_descending(frames, documents_with_keep_by):
+@BOTH_PATHS
+def test_keep_by_descending(frames, documents_with_keep_by, assign):
     _, components = frames
     expected = [
         # keep_by 50 for both 5 and 7: the tie goes to the smallest id, 5 (fingerprint 63).
@@ -169,10 +186,11 @@ def test_keep_by_descending(frames, documents_with_keep_by):
         (17, 17, 200, KEPT, None, 0),
         (16, 17, 200, NEAR, None, 0),
     ]
-    _assert_frame(clusters.cluster_assignment(documents_with_keep_by, components, "desc").documents, expected, CLUSTERS_SCHEMA)
+    _assert_frame(assign(documents_with_keep_by, components, "desc").documents, expected, CLUSTERS_SCHEMA)
 
 
-def test_string_ids_keep_their_type_and_string_order(spark):
+@BOTH_PATHS
+def test_string_ids_keep_their_type_and_string_order(spark, assign):
     """"a10" < "a9" < "b" as strings: the kept document is the smallest string, not number."""
     documents = spark.createDataFrame(
         [
@@ -186,7 +204,7 @@ def test_string_ids_keep_their_type_and_string_order(spark):
         "id string, exact_key binary, fingerprint long, reason string",
     )
     components = spark.createDataFrame([(0, 0), (7, 0)], "node long, component long")
-    result = clusters.cluster_assignment(documents, components).documents
+    result = assign(documents, components).documents
     expected = [
         ("a10", "a10", 0, KEPT, None, 0),
         ("a9", "a10", 7, NEAR, None, 3),
@@ -202,7 +220,8 @@ def test_string_ids_keep_their_type_and_string_order(spark):
     )
 
 
-def test_int_ids_keep_their_type(spark):
+@BOTH_PATHS
+def test_int_ids_keep_their_type(spark, assign):
     documents = spark.createDataFrame(
         [(2, A, 7, None), (1, B, 0, None), (3, None, None, "empty")],
         "id int, exact_key binary, fingerprint long, reason string",
@@ -210,7 +229,7 @@ def test_int_ids_keep_their_type(spark):
     components = spark.createDataFrame([(0, 0), (7, 0)], "node long, component long")
     expected = [(1, 1, 0, KEPT, None, 0), (2, 1, 7, NEAR, None, 3), (3, None, None, SKIPPED, "empty", None)]
     _assert_frame(
-        clusters.cluster_assignment(documents, components).documents,
+        assign(documents, components).documents,
         expected,
         "id int, cluster_id int, fingerprint long, status string, reason string, distance int",
     )
@@ -298,8 +317,8 @@ def test_a_large_cluster_keeps_its_smallest_id_and_counts_every_document(spark):
             assert result[i]["distance"] == bin(i % 100).count("1")
 
 
-# Slow (38 s on 2 cores, the fast lane's slowest test before it was marked): six assignments,
-# two of them of 20,000 documents.
+# Slow (38 s on 2 cores, the fast lane's slowest test before it was marked): eight assignments,
+# three of them of 20,000 documents.
 @pytest.mark.slow
 def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_with_keep_by, spark):
     """The report's size histogram reads `ClusterAssignment.sizes` (the aggregate the kept
@@ -317,6 +336,8 @@ def test_cluster_sizes_are_the_documents_counted_per_cluster(frames, documents_w
         clusters.cluster_assignment(big, big_components),
         clusters.cluster_assignment(documents, components, fingerprints=documents_stage.distinct_fingerprints(documents, None)),
         clusters.cluster_assignment(big, big_components, fingerprints=documents_stage.distinct_fingerprints(big, None)),
+        clusters.assigned_on_driver(documents_with_keep_by, components, "desc"),
+        clusters.assigned_on_driver(big, big_components),
     ):
         counted = {
             r["cluster_id"]: r["count"]
@@ -375,3 +396,66 @@ def test_without_dropped_keeps_every_other_document_and_broadcasts_few_dropped_i
         plan = _physical_plan(deduped)
     assert kept == sorted((cast(i), f"text {i}") for i in (1, 2, 4, 5, 6, 7))
     assert ("BroadcastHashJoin" in plan and "SortMergeJoin" not in plan) if dropped_rows else "SortMergeJoin" in plan, plan
+
+
+def _random_documents(rng, n: int, string_ids: bool) -> tuple[list[tuple], list[tuple]]:
+    """`n` documents (`id`, `keep_by` double, `exact_key`, `fingerprint`, `reason`) drawn from
+    small pools, so that fingerprints, texts and keep_by values repeat, and a components
+    frame over some of the fingerprints."""
+    fingerprints = [LONG_MIN, LONG_MIN + 1, -1, 0, 1, 2**63 - 1] + [rng.randrange(-(2**63), 2**63) for _ in range(24)]
+    keys = [bytes([k]) * 4 for k in range(12)] + [None]
+    keep_by = [None, float("nan"), 0.0, -0.0, 1.5, -2.0, 7.0]
+    reasons = [None] * 6 + ["too_short", "too_short", "empty", "null_fingerprint"]
+    ids = rng.sample(range(10 * n), n)
+    documents = []
+    for i in ids:
+        reason = rng.choice(reasons)
+        fingerprint = None if reason == "too_short" or rng.random() < 0.1 else rng.choice(fingerprints)
+        documents.append((f"d{i}" if string_ids else i, rng.choice(keep_by), rng.choice(keys), fingerprint, reason))
+    linked = rng.sample(fingerprints, 18)
+    components = []
+    for start in range(0, len(linked), 3):  # components of 1 to 3 of the fingerprints
+        group = linked[start:start + rng.randint(1, 3)]
+        components += [(fp, min(group)) for fp in group]
+    return documents, components
+
+
+# Slow (30-50 s a seed on 2 cores: each Spark assignment and its sizes are ~20 Spark jobs).
+# The fast lane checks both paths on the hand-worked frames above, and a whole run on each
+# (tests/run/test_end_to_end.py).
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_driver_assigns_the_clusters_spark_assigns(spark, seed):
+    """On random documents (repeated fingerprints, texts and keep_by values, NaN and -0.0,
+    null everything, every reason), `assigned_on_driver` returns the rows and sizes of
+    `cluster_assignment`, in both keep orders and without keep_by; string ids for even seeds,
+    integers for odd ones."""
+    import random
+
+    rng = random.Random(seed)
+    for string_ids in (seed % 2 == 0,):
+        rows, edges = _random_documents(rng, 400, string_ids)
+        id_type = "string" if string_ids else "long"
+        with_keep_by = spark.createDataFrame(
+            rows, f"id {id_type}, keep_by double, exact_key binary, fingerprint long, reason string"
+        ).repartition(3)
+        without = with_keep_by.drop("keep_by")
+        components = spark.createDataFrame(edges, "node long, component long")
+        for documents, order in ((without, "asc"), (with_keep_by, "asc"), (with_keep_by, "desc")):
+            spark_path = clusters.cluster_assignment(documents, components, order)
+            driver_path = clusters.assigned_on_driver(documents, components, order)
+            # Names and types (nullability is Spark's guess for each plan; Parquet keeps none).
+            assert driver_path.documents.schema.simpleString() == spark_path.documents.schema.simpleString()
+            assert _sorted_rows(driver_path.documents) == _sorted_rows(spark_path.documents)
+            assert _sorted_rows(driver_path.sizes) == _sorted_rows(spark_path.sizes)
+
+
+def test_only_few_documents_with_a_keep_by_python_orders_as_spark_are_assigned_on_driver(spark):
+    plain = spark.createDataFrame([(1, None, 5, None)], DOCS_SCHEMA)
+    assert clusters.assigned_on_driver_when(plain, 0)
+    assert clusters.assigned_on_driver_when(plain, clusters.DRIVER_MAX_DOCUMENTS)
+    assert not clusters.assigned_on_driver_when(plain, clusters.DRIVER_MAX_DOCUMENTS + 1)
+    assert not clusters.assigned_on_driver_when(plain, None)
+    for keep_by_type, expected in (("timestamp", True), ("double", True), ("string", True), ("array<int>", False)):
+        frame = spark.createDataFrame([], f"id long, keep_by {keep_by_type}, exact_key binary, fingerprint long, reason string")
+        assert clusters.assigned_on_driver_when(frame, 1) is expected, keep_by_type
