@@ -120,7 +120,7 @@ def find_against_index(
     # 80M, not 16M).
     self_join_plan = bands.choose_plan(n, config.k, config.blocks)
     joined = stages.materialise(
-        BAND_JOIN_STAGE, join.band_join(batch, self_join_plan, n), observe=join.stats_aggregates()
+        BAND_JOIN_STAGE, lambda: join.band_join(batch, self_join_plan, n), observe=join.stats_aggregates()
     )
     with stages.timed("candidates"):
         stats = join_counts(

@@ -114,6 +114,13 @@ BAND_JOIN_SCHEMA = (
 )
 
 
+# Up to this many band rows (distinct fingerprints x tables) the join runs on the driver: one
+# collect of the fingerprints and the kernel over them in numpy (~40 bytes a row, 8 MB at the
+# limit), its rows handed to Spark as a local frame, where Spark's shuffle of the band rows and
+# a Python task over each partition cost two Spark jobs and a second or so at any size.
+DRIVER_BAND_ROWS = 200_000
+
+
 def _partitions(spark: Any, rows: int) -> int:
     """Shuffle partitions of the band rows: ROWS_PER_PARTITION rows each (a Python worker
     holds one partition in numpy, ~40 bytes a row while it works), and at least the
@@ -205,6 +212,8 @@ def band_join(
     run lists every pair of such members instead of summarising it). n: their number when
     known (it sets the partitions). hot_run_size: see `pair_kernel.join_partition` (None:
     list every pair).
+    Up to DRIVER_BAND_ROWS band rows, the kernel runs on the driver and the frame returned is
+    local (the same rows; its counts are of one partition).
     Returns `BAND_JOIN_SCHEMA` rows of four kinds (`kind`):
     PAIR: `fp_a` < `fp_b`, `distance` (1..k): a pair within k, from its canonical table and
         sub-block, once in the whole output.
@@ -234,6 +243,11 @@ def band_join(
     shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), table, key)
     kernel_plan = pair_kernel.KernelPlan.of(plan)
     names = ["table", "fingerprint"] + (["checked"] if "checked" in fingerprints.columns else [])
+    if n * plan.n_tables <= DRIVER_BAND_ROWS:
+        # The same kernel over the same rows, as one partition (a partition holds whole buckets).
+        band_rows = rows.select(*names).toArrow()
+        out = _kernel_batches(iter(band_rows.to_batches()), kernel_plan, hot_run_size)
+        return spark.createDataFrame(pa.Table.from_batches(list(out)))
     return shuffled.select(*names).mapInArrow(
         lambda batches: _kernel_batches(batches, kernel_plan, hot_run_size), BAND_JOIN_SCHEMA
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -53,19 +53,29 @@ class Stages:
     _started: float = field(default_factory=time.perf_counter)
     _serial: int = 0
 
-    def materialise(self, name: str, frame: DataFrame, observe: Mapping[str, Column] | None = None) -> DataFrame:
+    def materialise(
+        self, name: str, frame: DataFrame | Callable[[], DataFrame], observe: Mapping[str, Column] | None = None
+    ) -> DataFrame:
         """Compute `frame` now, store it, and return a frame that reads the stored copy.
+
+        frame: the frame, or a function returning it, called inside the stage: for a frame
+        whose building already runs Spark jobs (a small band join's kernel on the driver), so
+        that they are counted and timed as the stage's.
 
         observe: aggregates over the stored rows to keep in `observed[name]` (name -> aggregate
         column, e.g. `F.count(F.when(condition, 1))`). In a job they are Spark's observed
         metrics, computed by the write's own tasks: a count the run needs of a stage result costs
         no Spark job of its own (a count of the read-back copy costs one or two).
         """
-        self.spark = self.spark or frame.sparkSession
+        if not callable(frame):
+            self.spark = self.spark or frame.sparkSession
         start = time.perf_counter()
         aggregates = [column.alias(key) for key, column in (observe or {}).items()]
         self.observed.pop(name, None)  # a stage stored again: its aggregates, if any, are new
         with self._running(name):
+            if callable(frame):
+                frame = frame()
+                self.spark = self.spark or frame.sparkSession
             if self.work is None:
                 stored = frame.localCheckpoint()
                 if aggregates:

@@ -254,11 +254,14 @@ def _expected_candidates(values: np.ndarray, plan: bands.BandPlan) -> tuple[int,
     return candidates, largest
 
 
+@pytest.mark.parametrize("on_driver", [True, False], ids=["driver", "spark"])
 @pytest.mark.parametrize(("k", "blocks"), [(1, None), (3, None), (3, 5), (5, None)])
-def test_band_join_pairs_and_its_own_counts(data, k, blocks):
+def test_band_join_pairs_and_its_own_counts(data, k, blocks, on_driver, monkeypatch):
     """The job's path: pairs equal brute force, and the counts the join returns beside them
-    (candidates, band rows, largest bucket) equal numpy's, with no hot run in this data."""
+    (candidates, band rows, largest bucket) equal numpy's, with no hot run in this data;
+    whether the kernel runs on the driver (a small join) or in Spark's partitions."""
     values, expected_all, frame = data
+    monkeypatch.setattr(join, "DRIVER_BAND_ROWS", 10**9 if on_driver else 0)
     plan = bands.choose_plan(len(values), k, blocks)
     joined = join.band_join(frame, plan, len(values)).localCheckpoint()
     stats = join.join_stats(joined, plan, len(values))
@@ -296,10 +299,16 @@ def test_join_stats_report_the_hot_threshold_used(spark):
     assert stats["hot_run_size"] == hot_runs.HOT_RUN_SIZE and stats["summarised_runs"] == 0
 
 
+ON_DRIVER_OR_NOT = pytest.mark.parametrize("on_driver", [True, False], ids=["driver", "spark"])
+
+
+@ON_DRIVER_OR_NOT
 @pytest.mark.parametrize("hot_run_size", [500, None], ids=["hot_runs_summarised", "none"])
-def test_join_stats_observed_while_the_join_is_stored_equal_those_read_after(spark, tmp_path, hot_run_size):
+def test_join_stats_observed_while_the_join_is_stored_equal_those_read_after(spark, tmp_path, hot_run_size, on_driver, monkeypatch):
     """What a run does (`stats_aggregates` observed by `Stages.materialise`) against the
-    aggregation join_stats runs itself, with hot runs (listed from the stored rows) and without."""
+    aggregation join_stats runs itself, with hot runs (listed from the stored rows) and without;
+    the kernel on the driver or in Spark's partitions."""
+    monkeypatch.setattr(join, "DRIVER_BAND_ROWS", 10**9 if on_driver else 0)
     values = _hot_members(4, 800)
     frame = spark.createDataFrame([(int(v),) for v in values.view(np.int64)], "fingerprint long")
     plan = bands.BandPlan(3, 4)
@@ -314,11 +323,14 @@ def test_join_stats_observed_while_the_join_is_stored_equal_those_read_after(spa
     assert observed["candidate_pairs"] > 0 and observed["band_rows"] == len(values) * plan.n_tables
 
 
-def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark):
+@ON_DRIVER_OR_NOT
+def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark, on_driver, monkeypatch):
     """Fingerprints the short-text check looks at (`checked`): a hot run lists all their
     pairs within k as pairs, so with every member checked the join's pairs are exactly
     brute force's although the run is hot; with half checked, every pair with a checked
-    member is there, and the rest is a summary of the unchecked ones."""
+    member is there, and the rest is a summary of the unchecked ones. The kernel on the
+    driver or in Spark's partitions."""
+    monkeypatch.setattr(join, "DRIVER_BAND_ROWS", 10**9 if on_driver else 0)
     values = _hot_members(6, 900)
     expected = _brute_force_pairs(values, 3)
     signed = values.view(np.int64)
