@@ -47,20 +47,22 @@ def summarise(
         cluster_sizes = clusters_frame.where(F.col("cluster_id").isNotNull()).groupBy("cluster_id").agg(
             F.count(F.lit(1)).alias("members")
         )
-    # The three tables are a few dozen rows each: one query collects them all, where a collect
-    # of each is a Spark job or two of its own (and with adaptive execution, one more per shuffle).
-    tables = [
-        clusters_frame.groupBy("status", "reason").count().select(F.lit("status").alias("table"), "status", "reason", "count"),
-        cluster_sizes.groupBy(F.col("members").cast("long").alias("value")).count().select(F.lit("size").alias("table"), "value", "count"),
-        pairs_frame.groupBy(F.col("distance").cast("long").alias("value")).count().select(
-            F.lit("distance").alias("table"), "value", "count"
-        ),
-    ]
-    rows = (
-        tables[0].unionByName(tables[1], allowMissingColumns=True)
-        .unionByName(tables[2], allowMissingColumns=True)
-        .collect()
+    # The three tables are a few dozen rows each: their keys are put in one frame and counted
+    # by one aggregation, one shuffle (each source is still counted partially in its own tasks
+    # before it), where an aggregation of each is a shuffle, so a Spark job, of its own.
+    no_text, no_value = F.lit(None).cast("string"), F.lit(None).cast("long")
+    keys = (
+        clusters_frame.select(F.lit("status").alias("table"), "status", "reason", no_value.alias("value"))
+        .unionByName(cluster_sizes.select(
+            F.lit("size").alias("table"), no_text.alias("status"), no_text.alias("reason"),
+            F.col("members").cast("long").alias("value"),
+        ))
+        .unionByName(pairs_frame.select(
+            F.lit("distance").alias("table"), no_text.alias("status"), no_text.alias("reason"),
+            F.col("distance").cast("long").alias("value"),
+        ))
     )
+    rows = keys.groupBy("table", "status", "reason", "value").count().collect()
     by_status: dict[str, int] = {}
     by_reason: dict[str, dict[str, int]] = {}
     for row in (r for r in rows if r["table"] == "status"):
