@@ -22,7 +22,7 @@ from simhash_udf.files import inputs, outputs, warc
 from simhash_udf.report import html_page, pair_samples
 from simhash_udf.report import summary as report
 from simhash_udf.stages import clusters, documents
-from simhash_udf.stages.finder import Finder
+from simhash_udf.stages.finder import SIGNATURES_STAGE, Finder
 from simhash_udf.stages.scratch import Stages
 from simhash_udf.stages.self_join import SelfJoinFinder
 
@@ -247,7 +247,7 @@ def _run_staged(
             raise LostRowsError(
                 f"the input has {source.rows} rows but clusters/ and rejected/ hold {accounted}"
             )
-        text_counts = report.text_counts(found.signed)
+        text_counts = report.text_counts(found.signed, stages.rows.get(SIGNATURES_STAGE))
     result = report.build(
         config=config,
         input_path=input_path,

@@ -122,3 +122,27 @@ def test_summarise_reads_cluster_sizes_when_the_finder_gives_them(spark):
     assert got["clusters"] == len(sizes)
     assert got["cluster_sizes"] == dict(Counter(power_of_two_bin(n) for n in sizes.values()))
     assert got == summary.summarise(frame, pairs)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("on_driver", [True, False], ids=["driver", "spark"])
+def test_text_counts_count_what_python_counts(spark, on_driver):
+    """distinct_texts, too_short_texts and the two document counts, on the driver (a small
+    run) or by Spark's aggregation, against counts made in plain Python over the same rows."""
+    rng = random.Random(4)
+    keys = [bytes([k]) * 8 for k in range(30)] + [None]
+    rows = []
+    for _ in range(500):
+        key = rng.choice(keys)
+        # A text's fingerprint follows from its key; some keys are too short for one.
+        fingerprint = None if key is None or key[0] % 3 == 0 else key[0]
+        rows.append((key, fingerprint, rng.choice([True, False, None]), rng.choice([True, False, None])))
+    signed = spark.createDataFrame(rows, "exact_key binary, fingerprint long, invalid_utf8 boolean, extract_fallback boolean")
+    counts = summary.text_counts(signed, len(rows) if on_driver else None)
+    assert counts == {
+        "distinct_texts": len({key for key, *_ in rows if key is not None}),
+        "too_short_texts": len({key for key, fp, *_ in rows if key is not None and fp is None}),
+        "invalid_utf8_documents": sum(1 for *_, invalid, _ in rows if invalid),
+        "extract_fallbacks": sum(1 for *_, fallback in rows if fallback),
+    }
+    assert 0 < counts["too_short_texts"] < counts["distinct_texts"]
