@@ -1,9 +1,9 @@
 """The clusters' rules on plain values: which document each cluster keeps, and every status.
 
 The same rules as `simhash_udf.stages.clusters.cluster_assignment` (its docstring states them),
-applied in one Python pass: that function takes this path for a small run, whose documents fit
-in the driver, where Spark's aggregates and joins cost about ten Spark jobs (1.5-2.5 s) for any
-number of rows. Values compare as Spark compares them: ids are integers or strings (Python's
+applied in one Python pass: `simhash_udf.stages.clusters.assigned_on_driver` applies them for a
+small run, whose documents fit in the driver, where Spark's aggregates and joins cost about ten
+Spark jobs (1.5-2.5 s) for any number of rows. Values compare as Spark compares them: ids are integers or strings (Python's
 order of `str` is Spark's order of UTF-8 bytes), and a `keep_by` float NaN is larger than every
 number and equal to itself.
 """

@@ -44,7 +44,8 @@ class SelfJoinFinder:
             # pairs even in hot runs, so no pair the check drops stands for others (short_text_check).
             distinct = short_text_check.checked_fingerprints(table, config.verify)
         # One shuffle of the band rows: the join's output carries its own counts (join_stats).
-        # Built inside the stage: a small join runs its kernel on the driver as it is built.
+        # Built inside the stage: a small join runs its kernel on the driver as it is built,
+        # with no shuffle (`join.DRIVER_BAND_ROWS`).
         joined = stages.materialise(
             BAND_JOIN_STAGE, lambda: join.band_join(distinct, plan, n), observe=join.stats_aggregates()
         )
