@@ -93,7 +93,7 @@ def assign_clusters(
             status = NEAR_DUPLICATE
         distance = None
         if doc.fingerprint is not None and kept.fingerprint is not None:
-            distance = bin((doc.fingerprint ^ kept.fingerprint) & (2**64 - 1)).count("1")
+            distance = ((doc.fingerprint ^ kept.fingerprint) & (2**64 - 1)).bit_count()
         rows.append(Assigned(doc.id, kept.id, doc.fingerprint, status, doc.reason, distance))
     return rows, sizes
 

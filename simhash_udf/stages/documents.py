@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
 
+from simhash_udf.core import cluster_rules
 from simhash_udf.core.config import DedupeConfig
 from simhash_udf.core.short_text_policy import carried_below
 from simhash_udf.files.inputs import DAMAGE_COLUMN, INVALID_BYTES_COLUMN, InputError
@@ -20,7 +21,7 @@ from simhash_udf.stages import udfs
 # Reasons a document is skipped (status `skipped`) or matched only exactly.
 EMPTY = "empty"
 NULL_FINGERPRINT = "null_fingerprint"
-TOO_SHORT = "too_short"
+TOO_SHORT = cluster_rules.TOO_SHORT
 # Reasons an input row cannot be a document at all (written to `rejected/`).
 UNPARSEABLE = "unparseable"
 NULL_ID = "null_id"

@@ -238,9 +238,6 @@ def band_join(
     masks = F.array(*[_mask(plan.table_mask(t)) for t in range(plan.n_tables)])
     carried = [fp] + ([F.col("checked")] if "checked" in fingerprints.columns else [])
     rows = fingerprints.select(*carried, F.explode(F.sequence(F.lit(0), F.lit(plan.n_tables - 1))).alias("table"))
-    # Partition by (table, key) without shuffling the key: two rows of one bucket meet.
-    key = fp.bitwiseAND(F.element_at(masks, table + 1))
-    shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), table, key)
     kernel_plan = pair_kernel.KernelPlan.of(plan)
     names = ["table", "fingerprint"] + (["checked"] if "checked" in fingerprints.columns else [])
     if n * plan.n_tables <= DRIVER_BAND_ROWS:
@@ -248,6 +245,9 @@ def band_join(
         band_rows = rows.select(*names).toArrow()
         out = _kernel_batches(iter(band_rows.to_batches()), kernel_plan, hot_run_size)
         return spark.createDataFrame(pa.Table.from_batches(list(out)))
+    # Partition by (table, key) without shuffling the key: two rows of one bucket meet.
+    key = fp.bitwiseAND(F.element_at(masks, table + 1))
+    shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), table, key)
     return shuffled.select(*names).mapInArrow(
         lambda batches: _kernel_batches(batches, kernel_plan, hot_run_size), BAND_JOIN_SCHEMA
     )
