@@ -106,21 +106,25 @@ def test_a_publish_whose_staging_is_gone_fails_and_the_next_run_finds_the_old_ou
     assert siblings(target) == []
 
 
-def test_a_replace_killed_between_its_renames_is_undone(spark, tmp_path):
+@pytest.mark.parametrize("name", ["out", "out [1]{a,b}*?"])
+def test_a_replace_killed_between_its_renames_is_undone(spark, tmp_path, name):
     """`publish` moves the old output aside, then renames the new one in: a kill between the
-    two leaves no output; the next run on it restores the old one before anything else."""
-    target = tmp_path / "out"
+    two leaves no output; the next run on it restores the old one before anything else.
+    A name with a glob's special characters is found as written, and only its own copy."""
+    target = tmp_path / name
     target.mkdir()
     (target / "report.json").write_text('{"old": true}')
-    moved = tmp_path / ".out.replaced-deadbeef"
+    moved = tmp_path / f".{name}.replaced-deadbeef"
     target.rename(moved)  # the state a kill between the two renames leaves
+    other = tmp_path / ".outs.replaced-feedbeef"  # another output's copy, which a glob could match
+    other.mkdir()
     staged = StagedOutput(spark, str(target), overwrite=True)
     assert (target / "report.json").read_text() == '{"old": true}'
     assert not moved.exists()
     staged.write_text("report.json", '{"new": true}')
     staged.publish()
     assert (target / "report.json").read_text() == '{"new": true}'
-    assert siblings(target) == []
+    assert siblings(target) == [other.name]  # left alone
 
 
 def test_write_parquet_replaces_what_is_at_the_path(spark, tmp_path):
