@@ -21,6 +21,7 @@ from simhash_udf.core.config import DedupeConfig
 from simhash_udf.files import inputs, outputs, warc
 from simhash_udf.report import html_page, pair_samples
 from simhash_udf.report import summary as report
+from simhash_udf.run import session
 from simhash_udf.stages import clusters, documents
 from simhash_udf.stages.finder import SIGNATURES_STAGE, Finder
 from simhash_udf.stages.scratch import Stages
@@ -64,7 +65,7 @@ def run(
         finder.abort()
         raise
     try:
-        with inputs.split_setting_restored(spark):
+        with inputs.split_setting_restored(spark), session.settings_restored(spark, session.INTERPRETED_SETTINGS):
             result, samples = _run_staged(spark, config, input_path, fmt, target, started, finder)
         result["output"] = output
         target.write_text("report.json", outputs.report_json(result))
@@ -204,6 +205,7 @@ def _run_staged(
     stages.count_jobs(spark, f"simhash_udf-{target.work}")
     source = read_input(spark, config, input_path, fmt, stages, balance_splits=True)
     stages.documents = source.rows
+    session.interpret_small_run(spark, source.rows)
     docs, fmt = source.documents, source.format
     config = warc.document_config(config, fmt)
     rejected_counts = source.rejected_counts

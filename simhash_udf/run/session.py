@@ -24,7 +24,8 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -267,6 +268,50 @@ def get_session(
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
     set_reader_batch(spark)
     return spark
+
+
+# A small run's queries evaluate their expressions interpreted instead of compiling them. Spark
+# generates Java source for each query's projections, filters and aggregations and compiles it
+# with Janino before the first row: tens of milliseconds a query in a warm JVM, far more in a
+# run's cold one, and a small run is ~30 queries over a few rows each. Measured on the sample,
+# alternating runs: in process on a warm session, 5.99 -> 5.57 s (medians of 5; the report
+# stage 0.60 -> 0.37 s); as a process with every query interpreted (--conf), 14.5 -> 12.4 s
+# (medians of 3). The documents decide, known once the input is read: up to
+# INTERPRETED_MAX_DOCUMENTS, the limit of the driver's clusters (`stages/clusters.py`). At
+# 100,000 short documents (105 MB) interpreted runs were no slower (40-44 s against 46-57 s,
+# two each, a noisy machine); larger runs, not measured interpreted, keep Spark's compiled code,
+# made for millions of rows. The front of a run (read, parse, the ids' check) compiles: its rows
+# are not known yet. `factoryMode` is an internal setting of Spark SQL (its own tests run
+# expressions interpreted with it); `wholeStage` is a public one.
+INTERPRETED_MAX_DOCUMENTS = 200_000
+INTERPRETED_SETTINGS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+def interpret_small_run(spark: SparkSession, documents: int) -> bool:
+    """Set INTERPRETED_SETTINGS on the session when a run of `documents` documents is small
+    (at most INTERPRETED_MAX_DOCUMENTS), unless the session was started with either setting of
+    its own (`--conf`); True when set. The caller restores the session's settings after the run
+    (`settings_restored`)."""
+    started_with = spark.sparkContext.getConf()
+    if documents > INTERPRETED_MAX_DOCUMENTS or any(started_with.contains(k) for k in INTERPRETED_SETTINGS):
+        return False
+    for key, value in INTERPRETED_SETTINGS.items():
+        spark.conf.set(key, value)
+    return True
+
+
+@contextmanager
+def settings_restored(spark: SparkSession, keys: Iterable[str]) -> Iterator[None]:
+    """Give the session back its values of `keys` when the block ends, whatever it set."""
+    before = {key: spark.conf.get(key, None) for key in keys}
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def set_reader_batch(spark: SparkSession) -> None:

@@ -210,6 +210,44 @@ def test_the_sample_is_clustered_on_the_driver_as_by_spark(spark, dedupe_main, s
     assert driver_jobs < spark_jobs
 
 
+def test_the_sample_interpreted_gives_what_compiled_code_gives(spark, dedupe_main, tmp_path, monkeypatch):
+    """A small run evaluates its expressions interpreted (`session.interpret_small_run`); with
+    the limit at 0, the same input runs Spark's generated code and gives the same clusters/,
+    pairs/, deduped/ and counts. Both runs give the session back its own settings."""
+    from simhash_udf.run import pipeline, session
+
+    keys = list(session.INTERPRETED_SETTINGS)
+    before = {key: spark.conf.get(key) for key in keys}
+    assert before != session.INTERPRETED_SETTINGS  # the fixture's session compiles
+    seen = []
+    real = session.interpret_small_run
+
+    def spy(spark_, documents):
+        interpreted = real(spark_, documents)
+        seen.append((interpreted, {key: spark_.conf.get(key) for key in keys}))
+        return interpreted
+
+    monkeypatch.setattr(pipeline.session, "interpret_small_run", spy)
+    again = tmp_path / "interpreted"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(again)], spark=spark) == 0
+    monkeypatch.setattr(session, "INTERPRETED_MAX_DOCUMENTS", 0)
+    compiled = tmp_path / "compiled"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(compiled)], spark=spark) == 0
+    assert seen == [(True, session.INTERPRETED_SETTINGS), (False, before)]
+    assert {key: spark.conf.get(key) for key in keys} == before
+
+    def outputs(folder):
+        report = json.loads((folder / "report.json").read_text())
+        return (
+            sorted(tuple(r) for r in spark.read.parquet(str(folder / "clusters")).collect()),
+            sorted(tuple(r) for r in spark.read.parquet(str(folder / "pairs")).collect()),
+            sorted(r["id"] for r in spark.read.parquet(str(folder / "deduped")).collect()),
+            report["counts"], report["cluster_sizes"], report["distances"],
+        )
+
+    assert outputs(again) == outputs(compiled)
+
+
 @pytest.mark.slow
 def test_same_clusters_whatever_the_partitioning(spark, dedupe_main, tmp_path):
     """Input split into 1 file vs 7 files, shuffle partitions 1 vs 8: identical outputs."""

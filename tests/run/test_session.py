@@ -207,6 +207,26 @@ def test_a_session_keeps_the_memory_and_batch_the_user_set():
     assert got["parquet_batch"] == "64" and int(got["orc_batch"]) <= 256
 
 
+def test_a_small_run_interprets_its_expressions_and_gives_the_settings_back(spark):
+    """`interpret_small_run` sets INTERPRETED_SETTINGS up to INTERPRETED_MAX_DOCUMENTS only;
+    `settings_restored` gives the session back its own values, set or not."""
+    from simhash_udf.run import session
+
+    keys = list(session.INTERPRETED_SETTINGS)
+    spark.conf.set("spark.sql.codegen.wholeStage", "true")
+    spark.conf.unset("spark.sql.codegen.factoryMode")
+    before = {key: spark.conf.get(key) for key in keys}
+    assert before != session.INTERPRETED_SETTINGS
+    with session.settings_restored(spark, keys):
+        assert not session.interpret_small_run(spark, session.INTERPRETED_MAX_DOCUMENTS + 1)
+        assert {key: spark.conf.get(key) for key in keys} == before
+        assert session.interpret_small_run(spark, session.INTERPRETED_MAX_DOCUMENTS)
+        assert {key: spark.conf.get(key) for key in keys} == session.INTERPRETED_SETTINGS
+        # Interpreted, a query still computes what it computes compiled.
+        assert spark.range(10).selectExpr("sum(id * 2) AS s").first()["s"] == 90
+    assert {key: spark.conf.get(key) for key in keys} == before
+
+
 def submit(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
     """./submit.sh as a user runs it (local mode on all cores unless told), with no Spark
     setting from this environment."""
