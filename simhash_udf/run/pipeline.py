@@ -171,8 +171,11 @@ def read_input(
         # 4 s of a small run), where adaptive execution coalesces the uncached one to a few;
         # the rare run with repeated ids computes it again.
         repeated = documents.repeated_ids(docs, config.id_col)
-        # Input counted by id says whether some id repeats; a stored input's count does not.
+        # Input counted by id says whether some id repeats; a stored input's count does not,
+        # and a few documents' ids are checked on the driver (the aggregation only when some repeat).
         some_id_repeats = counted.get(documents.REPEATED_IDS, 1) > 0
+        if documents.REPEATED_IDS not in counted and rows <= documents.DRIVER_ID_CHECK_ROWS:
+            some_id_repeats = documents.ids_repeat(docs, config.id_col)
         sample = repeated.orderBy(config.id_col).limit(5).collect() if some_id_repeats else []
         if sample:
             # Only when some id repeats: the split costs two joins over the documents.

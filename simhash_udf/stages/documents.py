@@ -7,6 +7,7 @@ know what the input called its columns.
 
 from __future__ import annotations
 
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegralType, LongType, StringType
@@ -197,6 +198,20 @@ def rejected_rows(frame: DataFrame, id_col: str) -> tuple[DataFrame, DataFrame]:
 def repeated_ids(documents: DataFrame, id_col: str) -> DataFrame:
     """The ids that occur more than once: `id_col`, `count`."""
     return documents.groupBy(id_col).count().where(F.col("count") > 1)
+
+
+# Up to this many documents, `ids_repeat` decides on the driver whether some id repeats: the
+# ids are collected (a few MB at the limit), one Spark job where the aggregation by id is a
+# shuffle and two.
+DRIVER_ID_CHECK_ROWS = 200_000
+
+
+def ids_repeat(documents: DataFrame, id_col: str) -> bool:
+    """Whether some id occurs more than once among `documents` (rows `rejected_rows` keeps: no
+    null id), from one collect of the ids. The same test as `repeated_ids` being non-empty:
+    Arrow and Spark both compare ids by value (strings and binaries by their bytes)."""
+    ids = documents.select(id_col).toArrow().column(0)
+    return len(pc.unique(ids)) < len(ids)
 
 
 def split_repeated_ids(

@@ -175,6 +175,9 @@ def test_repeated_ids_are_exactly_the_ids_a_counter_finds_repeated(spark, id_typ
     assert found == expected
     assert len(expected) > 200  # the repeats are many, and of several counts
     assert len(set(expected.values())) > 2
+    # The driver's check says the same of these rows and of their distinct ids.
+    assert documents.ids_repeat(frame, "doc")
+    assert not documents.ids_repeat(frame.dropDuplicates(["doc"]), "doc")
 
 
 @pytest.mark.parametrize("id_type", ["string", "bigint"])
