@@ -27,7 +27,13 @@ from simhash_udf.index.store import IndexCorruptError, IndexError_
 from simhash_udf.stages import clusters, join
 from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.documents import distinct_fingerprints
-from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE, NearDuplicates, fingerprint_documents
+from simhash_udf.stages.finder import (
+    BAND_JOIN_STAGE,
+    SIGNATURES_STAGE,
+    NearDuplicates,
+    band_join_stage,
+    fingerprint_documents,
+)
 from simhash_udf.stages.scratch import Stages
 
 log = logging.getLogger("simhash_udf")
@@ -119,9 +125,7 @@ def find_against_index(
     # which in a self-join shuffles 5x the band rows of the batch's own (4M fingerprints:
     # 80M, not 16M).
     self_join_plan = bands.choose_plan(n, config.k, config.blocks)
-    joined = stages.materialise(
-        BAND_JOIN_STAGE, lambda: join.band_join(batch, self_join_plan, n), observe=join.stats_aggregates()
-    )
+    joined = band_join_stage(stages, batch, self_join_plan, n)
     with stages.timed("candidates"):
         stats = join_counts(
             join.join_stats(joined, self_join_plan, n, totals=stages.observed[BAND_JOIN_STAGE]), found.stats

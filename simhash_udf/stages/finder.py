@@ -16,8 +16,9 @@ from typing import Any, Protocol
 from pyspark.sql import DataFrame
 
 from simhash_udf.core import bands
+from simhash_udf.core.bands import BandPlan
 from simhash_udf.core.config import DedupeConfig
-from simhash_udf.stages import documents
+from simhash_udf.stages import documents, join
 from simhash_udf.stages.scratch import Stages
 
 # The stage name of the band join (`join.band_join`), in the progress lines, in report.json's
@@ -102,3 +103,16 @@ def fingerprint_documents(
         return documents.given_fingerprints(docs, config), None
     signed = stages.materialise(SIGNATURES_STAGE, documents.signed_documents(docs, config, carry_short_texts))
     return documents.fingerprinted_documents(signed), signed
+
+
+def band_join_stage(stages: Stages, fingerprints: DataFrame, plan: BandPlan, n: int) -> DataFrame:
+    """Stage BAND_JOIN_STAGE: `join.band_join` of the `n` distinct `fingerprints`, stored with
+    its `join.stats_aggregates` observed (`stages.observed[BAND_JOIN_STAGE]`). A small join
+    (`join.joins_on_driver`) runs its kernel on the driver and is kept there, unstored, with the
+    same counts (`join.local_band_join`)."""
+    if join.joins_on_driver(n, plan):
+        return stages.keep_local(BAND_JOIN_STAGE, lambda: join.local_band_join(fingerprints, plan))
+    # Built inside the stage, so that its Spark jobs count as the stage's.
+    return stages.materialise(
+        BAND_JOIN_STAGE, lambda: join.band_join(fingerprints, plan, n), observe=join.stats_aggregates()
+    )

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -233,24 +234,70 @@ def band_join(
     if plan.k == 0:
         # Distinct fingerprints are never at distance 0: nothing to join, and no counts.
         return spark.createDataFrame([], BAND_JOIN_SCHEMA)
-    fp = F.col("fingerprint")
-    table = F.col("table")
-    masks = F.array(*[_mask(plan.table_mask(t)) for t in range(plan.n_tables)])
-    carried = [fp] + ([F.col("checked")] if "checked" in fingerprints.columns else [])
-    rows = fingerprints.select(*carried, F.explode(F.sequence(F.lit(0), F.lit(plan.n_tables - 1))).alias("table"))
+    rows = _band_rows(fingerprints, plan)
     kernel_plan = pair_kernel.KernelPlan.of(plan)
-    names = ["table", "fingerprint"] + (["checked"] if "checked" in fingerprints.columns else [])
-    if n * plan.n_tables <= DRIVER_BAND_ROWS:
-        # The same kernel over the same rows, as one partition (a partition holds whole buckets).
-        band_rows = rows.select(*names).toArrow()
-        out = _kernel_batches(iter(band_rows.to_batches()), kernel_plan, hot_run_size)
-        return spark.createDataFrame(pa.Table.from_batches(list(out)))
+    if joins_on_driver(n, plan):
+        return spark.createDataFrame(_joined_on_driver(rows, kernel_plan, hot_run_size))
     # Partition by (table, key) without shuffling the key: two rows of one bucket meet.
-    key = fp.bitwiseAND(F.element_at(masks, table + 1))
-    shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), table, key)
-    return shuffled.select(*names).mapInArrow(
+    masks = F.array(*[_mask(plan.table_mask(t)) for t in range(plan.n_tables)])
+    key = F.col("fingerprint").bitwiseAND(F.element_at(masks, F.col("table") + 1))
+    shuffled = rows.repartition(_partitions(spark, n * plan.n_tables), F.col("table"), key)
+    return shuffled.mapInArrow(
         lambda batches: _kernel_batches(batches, kernel_plan, hot_run_size), BAND_JOIN_SCHEMA
     )
+
+
+def _band_rows(fingerprints: DataFrame, plan: BandPlan) -> DataFrame:
+    """Each fingerprint once per table of `plan`: `table` (int), `fingerprint`[, `checked`]."""
+    carried = [F.col("fingerprint")] + ([F.col("checked")] if "checked" in fingerprints.columns else [])
+    return fingerprints.select(F.explode(F.sequence(F.lit(0), F.lit(plan.n_tables - 1))).alias("table"), *carried)
+
+
+def joins_on_driver(n: int, plan: BandPlan) -> bool:
+    """Whether `band_join` of `n` distinct fingerprints runs its kernel on the driver (up to
+    DRIVER_BAND_ROWS band rows; at k = 0 there is nothing to join)."""
+    return plan.k > 0 and n * plan.n_tables <= DRIVER_BAND_ROWS
+
+
+def _joined_on_driver(band_rows: DataFrame, kernel_plan: pair_kernel.KernelPlan, hot_run_size: int | None) -> pa.Table:
+    """The kernel over all the band rows (`table`, `fingerprint`[, `checked`]) collected to
+    the driver, as one partition (a partition holds whole buckets): `BAND_JOIN_SCHEMA` rows."""
+    collected = band_rows.toArrow()
+    return pa.Table.from_batches(list(_kernel_batches(iter(collected.to_batches()), kernel_plan, hot_run_size)))
+
+
+def local_band_join(
+    fingerprints: DataFrame, plan: BandPlan, hot_run_size: int | None = hot_runs.HOT_RUN_SIZE
+) -> tuple[DataFrame, int, dict[str, Any]]:
+    """`band_join` on the driver (only where `joins_on_driver`), with what storing its frame
+    would tell: (the frame, local: a collect of it runs no Spark job; its rows; the totals of
+    `stats_aggregates`, computed here by `stats_totals`). Nothing is written: the rows are in
+    hand, and a stored copy would cost a Spark job to write and one to read back."""
+    joined = _joined_on_driver(_band_rows(fingerprints, plan), pair_kernel.KernelPlan.of(plan), hot_run_size)
+    return fingerprints.sparkSession.createDataFrame(joined), joined.num_rows, stats_totals(joined)
+
+
+def stats_totals(joined: pa.Table) -> dict[str, Any]:
+    """`stats_aggregates` of a band join's rows in Arrow: the same totals, with Spark's
+    aggregates' nulls (a sum or max over no row is null, a count 0)."""
+    kind = joined.column("kind")
+    partition = joined.filter(pc.equal(kind, PARTITION_STATS))
+    hot = joined.filter(pc.equal(kind, HOT_RUN))
+
+    def total(table: pa.Table, column: str, how: str) -> int | None:
+        value = (pc.sum if how == "sum" else pc.max)(table.column(column)).as_py()
+        return None if table.num_rows == 0 else value
+
+    return {
+        "partitions": partition.num_rows,
+        "band_rows": total(partition, "size", "sum"),
+        "largest_bucket": total(partition, "key", "max"),
+        "comparisons": total(partition, "comparisons", "sum"),
+        "hot_run_size": total(partition, "hot_run_size", "max"),
+        "hot_runs": hot.num_rows,
+        "hot_edges": total(hot, "edges", "sum"),
+        "hot_listed": total(hot, "listed", "sum"),
+    }
 
 
 def join_pairs(joined: DataFrame, summarised: bool = True) -> DataFrame:

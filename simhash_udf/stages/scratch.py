@@ -2,7 +2,8 @@
 
 In a job, a stage result is written as Parquet to the output's scratch folder and read back
 (cuts the lineage, survives lost executors, and gives each stage a wall time); in a notebook,
-`Stages()` checkpoints locally instead. The finders (`simhash_udf.stages.self_join`,
+`Stages()` checkpoints locally instead. A result the driver built from rows it holds (a small
+band join) is recorded as it is, unstored (`keep_local`). The finders (`simhash_udf.stages.self_join`,
 `simhash_udf.index.finder`) and `simhash_udf.run.pipeline` all record their stages here; the
 report takes the recorded times and rows as plain dicts (`Stages.seconds`, `Stages.rows`).
 """
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -92,6 +94,23 @@ class Stages:
             self.rows[name] = stored.count() if self.work is None else outputs.parquet_rows(stored.sparkSession, path)
         self.record(name, start)
         return stored
+
+    def keep_local(self, name: str, build: Callable[[], tuple[DataFrame, int, Mapping[str, Any]]]) -> DataFrame:
+        """Record stage `name` whose result the driver built, and return it as built.
+
+        build: called inside the stage; returns (a local frame of the driver's rows, their
+        number, the aggregates `materialise(..., observe=...)` would have observed). Nothing is
+        stored: the rows are in hand, a collect of the local frame runs no Spark job, and a
+        stored copy would cost a job to write and one to read back."""
+        start = time.perf_counter()
+        self.observed.pop(name, None)
+        with self._running(name):
+            frame, rows, observed = build()
+        self.spark = self.spark or frame.sparkSession
+        self.rows[name] = rows
+        self.observed[name] = dict(observed)
+        self.record(name, start)
+        return frame
 
     def count_jobs(self, spark: SparkSession, group: str) -> None:
         """Put every Spark job this thread submits from now on in job group `group`, so that

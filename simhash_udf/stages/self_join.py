@@ -19,7 +19,13 @@ from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, SketchConfig
 from simhash_udf.stages import clusters, documents, join, short_text_check, sketch_join
 from simhash_udf.stages.components import connected_components
-from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE, NearDuplicates, fingerprint_documents
+from simhash_udf.stages.finder import (
+    BAND_JOIN_STAGE,
+    SIGNATURES_STAGE,
+    NearDuplicates,
+    band_join_stage,
+    fingerprint_documents,
+)
 from simhash_udf.stages.scratch import Stages
 
 log = logging.getLogger("simhash_udf")
@@ -43,12 +49,9 @@ class SelfJoinFinder:
             # Which fingerprints' pairs the short-text check looks at: the join lists those
             # pairs even in hot runs, so no pair the check drops stands for others (short_text_check).
             distinct = short_text_check.checked_fingerprints(table, config.verify)
-        # One shuffle of the band rows: the join's output carries its own counts (join_stats).
-        # Built inside the stage: a small join runs its kernel on the driver as it is built,
-        # with no shuffle (`join.DRIVER_BAND_ROWS`).
-        joined = stages.materialise(
-            BAND_JOIN_STAGE, lambda: join.band_join(distinct, plan, n), observe=join.stats_aggregates()
-        )
+        # One shuffle of the band rows (none for a small join, run on the driver): the join's
+        # output carries its own counts (join_stats).
+        joined = band_join_stage(stages, distinct, plan, n)
         with stages.timed("candidates"):
             stats = join.join_stats(joined, plan, n, totals=stages.observed[BAND_JOIN_STAGE])
         stats["distinct_fingerprints"] = n

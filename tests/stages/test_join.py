@@ -323,6 +323,56 @@ def test_join_stats_observed_while_the_join_is_stored_equal_those_read_after(spa
     assert observed["candidate_pairs"] > 0 and observed["band_rows"] == len(values) * plan.n_tables
 
 
+@pytest.mark.parametrize("checked", [False, True], ids=["unchecked", "half_checked"])
+def test_a_band_join_kept_on_the_driver_has_the_rows_and_counts_spark_gives(spark, tmp_path, checked, monkeypatch):
+    """`finder.band_join_stage` keeps a small join on the driver, unstored: its pairs and hot
+    runs are those of the join run in Spark's partitions, its row count is its frame's, and its
+    totals (`join.stats_totals`, in Arrow) are what Spark's `stats_aggregates` compute over the
+    same rows, with hot runs summarised and without. A collect of the kept frame runs no Spark
+    job."""
+    from simhash_udf.stages.finder import BAND_JOIN_STAGE, band_join_stage
+
+    values = _hot_members(4, 800)
+    rows = [(int(v), i % 2 == 0) for i, v in enumerate(values.view(np.int64))]
+    frame = spark.createDataFrame(rows, "fingerprint long, checked boolean")
+    if not checked:
+        frame = frame.select("fingerprint")
+    plan = bands.BandPlan(3, 4)
+    n = len(values)
+    aggregates = [c.alias(k) for k, c in join.stats_aggregates().items()]
+
+    stages = Stages(work=str(tmp_path / "work"), spark=spark)
+    stages.count_jobs(spark, f"test-kept-{tmp_path.name}")
+    assert join.joins_on_driver(n, plan)
+    kept = band_join_stage(stages, frame, plan, n)
+    before = stages.spark_jobs()
+    kept_rows = kept.collect()
+    assert stages.spark_jobs() == before
+    assert stages.rows[BAND_JOIN_STAGE] == len(kept_rows)
+    assert stages.observed[BAND_JOIN_STAGE] == kept.agg(*aggregates).first().asDict()
+
+    def pairs_and_hot_runs(rows):
+        # Pairs, and which hot runs were found; a hot run's summary edges, and a partition's
+        # own counts, depend on what else its partition holds (one partition against several).
+        return (
+            sorted(tuple(r) for r in rows if r["kind"] == join.PAIR),
+            sorted((r["table"], r["key"], r["sub_block"], r["size"]) for r in rows if r["kind"] == join.HOT_RUN),
+        )
+
+    for hot_run_size in (500, None):
+        local, local_rows, totals = join.local_band_join(frame, plan, hot_run_size=hot_run_size)
+        monkeypatch.setattr(join, "DRIVER_BAND_ROWS", 0)
+        in_spark = join.band_join(frame, plan, n, hot_run_size=hot_run_size)
+        monkeypatch.undo()
+        assert pairs_and_hot_runs(local.collect()) == pairs_and_hot_runs(in_spark.collect())
+        assert local_rows == local.count()
+        assert totals == local.agg(*aggregates).first().asDict()
+        spark_totals = in_spark.agg(*aggregates).first().asDict()
+        for name in ("band_rows", "comparisons", "hot_runs", "hot_listed", "largest_bucket", "hot_run_size"):
+            assert totals[name] == spark_totals[name], name
+        assert (totals["hot_runs"] > 0) == (hot_run_size is not None)
+
+
 @ON_DRIVER_OR_NOT
 def test_checked_members_of_a_hot_run_are_listed_not_summarised(spark, on_driver, monkeypatch):
     """Fingerprints the short-text check looks at (`checked`): a hot run lists all their
