@@ -167,15 +167,17 @@ def find_against_index(
     if links is not None:
         # Paths of a hot bucket's summary that run through indexed fingerprints.
         edges = edges.unionByName(links)
-    components = stages.materialise(
-        "components",
-        connected_components(
-            edges,
-            materialise=lambda frame: stages.materialise("components", frame),
-            # The hot buckets' links are not counted: the edges are then.
-            edge_count=edge_count if links is None else None,
-        ),
-    )
+    # Inside the stage: the edges' count (when not known) and the rounds' checks are its jobs.
+    with stages.timed("components"):
+        components = stages.materialise(
+            "components",
+            connected_components(
+                edges,
+                materialise=lambda frame: stages.materialise("components", frame),
+                # The hot buckets' links are not counted: the edges are then.
+                edge_count=edge_count if links is None else None,
+            ),
+        )
     exact_entries = None
     if entries is not None:
         run_seq = {r.run_id: r.seq for r in session.base.runs}

@@ -182,7 +182,7 @@ def connected_components(
     materialise: Materialise | None = None,
     max_rounds: int = 100,
     edge_count: int | None = None,
-    local_max_edges: int = LOCAL_MAX_EDGES,
+    local_max_edges: int | None = None,
 ) -> DataFrame:
     """Component of every node that has an edge.
 
@@ -193,13 +193,13 @@ def connected_components(
     edge_count: the rows of `edges` (repeats and self-loops included), when the caller knows
     it (a materialised stage's row count); counted here otherwise, which runs `edges` once more.
     local_max_edges: up to this many edges, one task labels them all (local path, see the
-    module's docstring); above it, the distributed rounds.
+    module's docstring); above it, the distributed rounds. Default: LOCAL_MAX_EDGES.
     materialise, max_rounds: the distributed path's only. materialise: how each round's
     edges are cut from their lineage (default `DataFrame.localCheckpoint`; the job writes
     them to its work folder instead); max_rounds: the rounds before ComponentsDidNotConverge.
     """
     if edge_count is None:
         edge_count = edges.count()
-    if edge_count <= local_max_edges:
+    if edge_count <= (LOCAL_MAX_EDGES if local_max_edges is None else local_max_edges):
         return _local_components(edges)
     return _distributed_components(edges, materialise or (lambda df: df.localCheckpoint()), max_rounds)

@@ -54,6 +54,7 @@ class Stages:
     job_group: str | None = None
     _started: float = field(default_factory=time.perf_counter)
     _serial: int = 0
+    _open: set[str] = field(default_factory=set)
 
     def materialise(
         self, name: str, frame: DataFrame | Callable[[], DataFrame], observe: Mapping[str, Column] | None = None
@@ -128,7 +129,10 @@ class Stages:
         return len(self.spark.sparkContext._jsc.statusTracker().getJobIdsForGroup(self.job_group))
 
     def record(self, name: str, start: float) -> None:
-        """Add the time since `start` to stage `name` and log it."""
+        """Add the time since `start` to stage `name` and log it (not inside a block of the
+        same stage, whose end records it: `_running`)."""
+        if name in self._open:
+            return
         self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
         rows = f", {self.rows[name]:,} rows" if name in self.rows else ""
         log.info(
@@ -147,11 +151,20 @@ class Stages:
     @contextmanager
     def _running(self, name: str) -> Iterator[None]:
         """Log the stage's start, then its progress every few seconds until it ends; count its
-        Spark jobs."""
-        jobs_before = self.spark_jobs()
-        with self._watched(name):
+        Spark jobs. Inside a block of the same stage (`timed` around work that materialises
+        parts of it, such as the components' rounds), the outer block counts the jobs and the
+        time, once."""
+        if name in self._open:
             yield
-        self.jobs[name] = self.jobs.get(name, 0) + self.spark_jobs() - jobs_before
+            return
+        self._open.add(name)
+        try:
+            jobs_before = self.spark_jobs()
+            with self._watched(name):
+                yield
+            self.jobs[name] = self.jobs.get(name, 0) + self.spark_jobs() - jobs_before
+        finally:
+            self._open.discard(name)
 
     @contextmanager
     def _watched(self, name: str) -> Iterator[None]:

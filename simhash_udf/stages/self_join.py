@@ -87,16 +87,17 @@ class SelfJoinFinder:
             fingerprint_pairs = fingerprint_pairs.withColumn("jaccard", F.lit(None).cast("double"))
             edge_count = None
         # A small edge set is labelled in one task; a big one in distributed rounds, each a stage
-        # result of its own (their times add up). The sketch route's pairs are stored: their
-        # count is known.
-        components = stages.materialise(
-            "components",
-            connected_components(
-                fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")),
-                materialise=lambda frame: stages.materialise("components", frame),
-                edge_count=edge_count,
-            ),
-        )
+        # result of its own. The sketch route's pairs are stored: their count is known; without
+        # it they are counted, and the rounds check for a star forest, inside the stage too.
+        with stages.timed("components"):
+            components = stages.materialise(
+                "components",
+                connected_components(
+                    fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")),
+                    materialise=lambda frame: stages.materialise("components", frame),
+                    edge_count=edge_count,
+                ),
+            )
         # The documents: those signed (text input), else at most the input's rows.
         document_rows = stages.rows.get(SIGNATURES_STAGE, stages.documents)
         if clusters.assigned_on_driver_when(fingerprinted, document_rows):

@@ -186,6 +186,23 @@ def test_report_counts_match_the_outputs(spark, sample_run):
     assert not any(p.name.startswith(".") for p in sample_run.parent.iterdir()), "staging left behind"
 
 
+@pytest.mark.parametrize("components_path", ["one_task", "rounds"])
+def test_every_spark_job_is_a_stage_s_without_the_sketch_route(spark, dedupe_main, tmp_path, monkeypatch, components_path):
+    """Without the sketch route (`--sketch none`) the components' edges are not counted by a
+    stage before them: their count, and the distributed rounds' checks, are jobs of stage
+    components, so that the report's stage_jobs still add up to spark_jobs."""
+    from simhash_udf.stages import components
+
+    if components_path == "rounds":
+        monkeypatch.setattr(components, "LOCAL_MAX_EDGES", 0)
+    out = tmp_path / "out"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(out), "--sketch", "none"], spark=spark) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert not report["sketch"]["applied"] and report["join"]["verified_pairs"] > 0
+    assert report["spark_jobs"] == sum(report["stage_jobs"].values()) > 0
+    assert report["stage_jobs"]["components"] > 0
+
+
 def test_the_sample_is_clustered_on_the_driver_as_by_spark(spark, dedupe_main, sample_run, tmp_path, monkeypatch):
     """A small run assigns its clusters on the driver (`clusters.assigned_on_driver`); forced
     through Spark's aggregates and joins, the same input gives the same clusters/, deduped/
