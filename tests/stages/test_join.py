@@ -17,6 +17,7 @@ from generators import near_centre
 from pyspark.sql import functions as F
 
 from simhash_udf.core import bands, hot_runs
+from simhash_udf.run.session import settings_restored
 from simhash_udf.stages import join
 from simhash_udf.stages.scratch import Stages
 
@@ -414,19 +415,12 @@ def test_summary_edges_are_broadcast_only_under_sparks_threshold(spark):
     joined = join.band_join(frame, plan, len(values), hot_run_size=500).localCheckpoint()
     assert join.join_stats(joined, plan, len(values))["summarised_runs"] > 0
     settings = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold")
-    before = {key: spark.conf.get(key, None) for key in settings}
-    try:
+    with settings_restored(spark, settings):
         for key in settings:
             spark.conf.set(key, "-1")
         pairs = join.join_pairs(joined, summarised=True)
         got = pairs.collect()
         plan_text = pairs._jdf.queryExecution().executedPlan().toString()
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
     assert "Broadcast" not in plan_text, plan_text
     expected = set(_brute_force_pairs(values, 3))
     assert {(r.fp_a, r.fp_b, r.distance) for r in got} <= expected
