@@ -273,17 +273,17 @@ def get_session(
 # A small run's queries evaluate their expressions interpreted instead of compiling them. Spark
 # generates Java source for each query's projections, filters and aggregations and compiles it
 # with Janino before the first row: tens of milliseconds a query in a warm JVM, far more in a
-# run's cold one, and a small run is ~30 queries over a few rows each. Measured on the sample,
-# alternating runs: in process on a warm session, 5.99 -> 5.57 s (medians of 5; the report
-# stage 0.60 -> 0.37 s); as a process with every query interpreted (--conf), 14.5 -> 12.4 s
-# (medians of 3). The documents decide, known once the input is read: up to
-# INTERPRETED_MAX_DOCUMENTS, the limit of the driver's clusters (`stages/clusters.py`). At
-# 100,000 short documents (105 MB) interpreted runs were no slower (40-44 s against 46-57 s,
-# two each, a noisy machine); larger runs, not measured interpreted, keep Spark's compiled code,
-# made for millions of rows. The front of a run (read, parse, the ids' check) compiles: its rows
-# are not known yet. `factoryMode` is an internal setting of Spark SQL (its own tests run
-# expressions interpreted with it); `wholeStage` is a public one.
-INTERPRETED_MAX_DOCUMENTS = 200_000
+# run's cold one, and a small run is ~30 queries over a few rows each. Interpreted, each row
+# costs more instead, so the documents decide, known once the input is read. Measured with
+# ./submit.sh, alternating runs on a shared machine: the sample in process on a warm session,
+# 5.99 -> 5.57 s (medians of 5; the report stage 0.60 -> 0.37 s); as a process, 14.5 -> 12.4 s
+# (medians of 3, every query interpreted); 20,000 short documents (21 MB) faster interpreted in
+# each of three pairs (31/35, 29/32, 21/22 s); 100,000 (105 MB) slower in each of three (73/67,
+# 70/69, 87/57 s; the stages after the signatures 32/30, 31/29, 44/26 s). Hence the limit:
+# the largest size measured to gain. The front of a run (read, parse, the ids' check) compiles:
+# its rows are not known yet. `factoryMode` is an internal setting of Spark SQL (its own tests
+# run expressions interpreted with it); `wholeStage` is a public one.
+INTERPRETED_MAX_DOCUMENTS = 20_000
 INTERPRETED_SETTINGS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
