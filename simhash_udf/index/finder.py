@@ -25,15 +25,9 @@ from simhash_udf.index import assign, lookup, sketch_lookup
 from simhash_udf.index.session import IndexSession, indexed_fingerprints
 from simhash_udf.index.store import IndexCorruptError, IndexError_
 from simhash_udf.stages import clusters, join
-from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.documents import distinct_fingerprints
-from simhash_udf.stages.finder import (
-    BAND_JOIN_STAGE,
-    SIGNATURES_STAGE,
-    NearDuplicates,
-    band_join_stage,
-    fingerprint_documents,
-)
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE, NearDuplicates
+from simhash_udf.stages.finder import band_join_stage, components_stage, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
 
 log = logging.getLogger("simhash_udf")
@@ -167,17 +161,8 @@ def find_against_index(
     if links is not None:
         # Paths of a hot bucket's summary that run through indexed fingerprints.
         edges = edges.unionByName(links)
-    # Inside the stage: the edges' count (when not known) and the rounds' checks are its jobs.
-    with stages.timed("components"):
-        components = stages.materialise(
-            "components",
-            connected_components(
-                edges,
-                materialise=lambda frame: stages.materialise("components", frame),
-                # The hot buckets' links are not counted: the edges are then.
-                edge_count=edge_count if links is None else None,
-            ),
-        )
+    # The hot buckets' links are not counted: the edges are then.
+    components = components_stage(stages, edges, edge_count if links is None else None)
     exact_entries = None
     if entries is not None:
         run_seq = {r.run_id: r.seq for r in session.base.runs}

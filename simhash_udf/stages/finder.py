@@ -19,6 +19,7 @@ from simhash_udf.core import bands
 from simhash_udf.core.bands import BandPlan
 from simhash_udf.core.config import DedupeConfig
 from simhash_udf.stages import documents, join
+from simhash_udf.stages.components import connected_components
 from simhash_udf.stages.scratch import Stages
 
 # The stage name of the band join (`join.band_join`), in the progress lines, in report.json's
@@ -116,3 +117,17 @@ def band_join_stage(stages: Stages, fingerprints: DataFrame, plan: BandPlan, n: 
     return stages.materialise(
         BAND_JOIN_STAGE, lambda: join.band_join(fingerprints, plan, n), observe=join.stats_aggregates()
     )
+
+
+def components_stage(stages: Stages, edges: DataFrame, edge_count: int | None) -> DataFrame:
+    """Stage `components`: `connected_components` of `edges` (`src`, `dst`), stored. A small
+    edge set is labelled in one task; a big one in distributed rounds, each stored as a result
+    of the same stage. edge_count: the edges' rows when known (a stored stage's count), else
+    they are counted; that count and the rounds' checks are Spark jobs of this stage too."""
+    with stages.timed("components"):
+        return stages.materialise(
+            "components",
+            connected_components(
+                edges, materialise=lambda frame: stages.materialise("components", frame), edge_count=edge_count
+            ),
+        )

@@ -234,10 +234,10 @@ def band_join(
     if plan.k == 0:
         # Distinct fingerprints are never at distance 0: nothing to join, and no counts.
         return spark.createDataFrame([], BAND_JOIN_SCHEMA)
+    if joins_on_driver(n, plan):
+        return local_band_join(fingerprints, plan, hot_run_size)[0]
     rows = _band_rows(fingerprints, plan)
     kernel_plan = pair_kernel.KernelPlan.of(plan)
-    if joins_on_driver(n, plan):
-        return spark.createDataFrame(_joined_on_driver(rows, kernel_plan, hot_run_size))
     # Partition by (table, key) without shuffling the key: two rows of one bucket meet.
     masks = F.array(*[_mask(plan.table_mask(t)) for t in range(plan.n_tables)])
     key = F.col("fingerprint").bitwiseAND(F.element_at(masks, F.col("table") + 1))
@@ -284,19 +284,16 @@ def stats_totals(joined: pa.Table) -> dict[str, Any]:
     partition = joined.filter(pc.equal(kind, PARTITION_STATS))
     hot = joined.filter(pc.equal(kind, HOT_RUN))
 
-    def total(table: pa.Table, column: str, how: str) -> int | None:
-        value = (pc.sum if how == "sum" else pc.max)(table.column(column)).as_py()
-        return None if table.num_rows == 0 else value
-
+    # Arrow's sum and max are null over no values, as Spark's are.
     return {
         "partitions": partition.num_rows,
-        "band_rows": total(partition, "size", "sum"),
-        "largest_bucket": total(partition, "key", "max"),
-        "comparisons": total(partition, "comparisons", "sum"),
-        "hot_run_size": total(partition, "hot_run_size", "max"),
+        "band_rows": pc.sum(partition.column("size")).as_py(),
+        "largest_bucket": pc.max(partition.column("key")).as_py(),
+        "comparisons": pc.sum(partition.column("comparisons")).as_py(),
+        "hot_run_size": pc.max(partition.column("hot_run_size")).as_py(),
         "hot_runs": hot.num_rows,
-        "hot_edges": total(hot, "edges", "sum"),
-        "hot_listed": total(hot, "listed", "sum"),
+        "hot_edges": pc.sum(hot.column("edges")).as_py(),
+        "hot_listed": pc.sum(hot.column("listed")).as_py(),
     }
 
 

@@ -18,14 +18,8 @@ from pyspark.sql import functions as F
 from simhash_udf.core import bands
 from simhash_udf.core.config import DedupeConfig, SketchConfig
 from simhash_udf.stages import clusters, documents, join, short_text_check, sketch_join
-from simhash_udf.stages.components import connected_components
-from simhash_udf.stages.finder import (
-    BAND_JOIN_STAGE,
-    SIGNATURES_STAGE,
-    NearDuplicates,
-    band_join_stage,
-    fingerprint_documents,
-)
+from simhash_udf.stages.finder import BAND_JOIN_STAGE, SIGNATURES_STAGE, NearDuplicates
+from simhash_udf.stages.finder import band_join_stage, components_stage, fingerprint_documents
 from simhash_udf.stages.scratch import Stages
 
 log = logging.getLogger("simhash_udf")
@@ -86,18 +80,10 @@ class SelfJoinFinder:
         else:
             fingerprint_pairs = fingerprint_pairs.withColumn("jaccard", F.lit(None).cast("double"))
             edge_count = None
-        # A small edge set is labelled in one task; a big one in distributed rounds, each a stage
-        # result of its own. The sketch route's pairs are stored: their count is known; without
-        # it they are counted, and the rounds check for a star forest, inside the stage too.
-        with stages.timed("components"):
-            components = stages.materialise(
-                "components",
-                connected_components(
-                    fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")),
-                    materialise=lambda frame: stages.materialise("components", frame),
-                    edge_count=edge_count,
-                ),
-            )
+        # The sketch route's pairs are stored: their count is known.
+        components = components_stage(
+            stages, fingerprint_pairs.select(F.col("fp_a").alias("src"), F.col("fp_b").alias("dst")), edge_count
+        )
         # The documents: those signed (text input), else at most the input's rows.
         document_rows = stages.rows.get(SIGNATURES_STAGE, stages.documents)
         if clusters.assigned_on_driver_when(fingerprinted, document_rows):
