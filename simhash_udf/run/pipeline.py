@@ -120,11 +120,14 @@ def read_input(
     fmt: str | None = None,
     stages: Stages | None = None,
     balance_splits: bool = False,
+    interpret_small: bool = False,
 ) -> Input:
     """Read the input and check it: the columns `config` needs, and unique ids.
 
     balance_splits: cut the input into a multiple of the session's cores (`inputs.balance_splits`:
     sets a session setting, which the caller restores, as `run` does).
+    interpret_small: interpret the queries of an input of few bytes (`session.interpret_small_run`:
+    sets session settings, which the caller restores, as `_run_staged` does).
 
     JSON and CSV input is materialised once (see `inputs.needs_materialising`); the rows and
     the rejected rows by reason are counted in the same pass (`documents.row_counts`), those of
@@ -139,6 +142,8 @@ def read_input(
         files = inputs.input_files(spark, input_path)
         if balance_splits:
             inputs.balance_splits(spark, files)
+        if interpret_small:
+            session.interpret_small_run(spark, input_bytes=sum(file.size for file in files))
         raw = inputs.read_input_files(spark, input_path, fmt, documents.keep_types(config), files)
         frame, fmt = documents.complete_columns(raw.frame, config), raw.format
         documents.check_columns(frame, config)
@@ -206,9 +211,11 @@ def _run_staged(
     """The run inside the staging folder: the report and a few pairs for report.html."""
     stages = Stages(work=target.work, spark=spark)
     stages.count_jobs(spark, f"simhash_udf-{target.work}")
-    source = read_input(spark, config, input_path, fmt, stages, balance_splits=True)
+    with session.settings_restored(spark, session.INTERPRETED_SETTINGS):
+        source = read_input(spark, config, input_path, fmt, stages, balance_splits=True, interpret_small=True)
     stages.documents = source.rows
-    session.interpret_small_run(spark, source.rows)
+    # Interpreted by the documents now they are counted (a few bytes can hold many rows).
+    session.interpret_small_run(spark, documents=source.rows)
     docs, fmt = source.documents, source.format
     config = warc.document_config(config, fmt)
     rejected_counts = source.rejected_counts

@@ -280,20 +280,33 @@ def get_session(
 # (medians of 3, every query interpreted); 20,000 short documents (21 MB) faster interpreted in
 # each of three pairs (31/35, 29/32, 21/22 s); 100,000 (105 MB) slower in each of three (73/67,
 # 70/69, 87/57 s; the stages after the signatures 32/30, 31/29, 44/26 s). Hence the limit:
-# the largest size measured to gain. The front of a run (read, parse, the ids' check) compiles:
-# its rows are not known yet. `factoryMode` is an internal setting of Spark SQL (its own tests
-# run expressions interpreted with it); `wholeStage` is a public one.
+# the largest size measured to gain. `factoryMode` is an internal setting of Spark SQL (its own
+# tests run expressions interpreted with it); `wholeStage` is a public one.
 INTERPRETED_MAX_DOCUMENTS = 20_000
 INTERPRETED_SETTINGS = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# The front of a run (read, parse, the ids' check) runs before its documents are counted; it is
+# interpreted when the input's files hold at most this many bytes, few rows in any format:
+# ~5,000 documents of 200 bytes of text, ~70,000 rows of bare fingerprints (id and
+# fingerprint: ~15 bytes a row in Parquet). Measured on a shared machine: the sample (94 kB)
+# as a process, alternating runs, parse 2.6/1.7, 2.3/1.7, 1.9/2.0 s and the ids' check
+# 1.3/0.8, 1.0/0.7, 0.8/0.8 s, compiled/interpreted; but the ids' aggregation over 250,000
+# fingerprints (3.6 MB) in a warm session, 2.2 s compiled against 3.2 s interpreted (medians
+# of 5), so the limit stays well below that.
+INTERPRETED_MAX_INPUT_BYTES = 1 << 20
 
 
-def interpret_small_run(spark: SparkSession, documents: int) -> bool:
-    """Set INTERPRETED_SETTINGS on the session when a run of `documents` documents is small
-    (at most INTERPRETED_MAX_DOCUMENTS), unless the session was started with either setting of
-    its own (`--conf`); True when set. The caller restores the session's settings after the run
-    (`settings_restored`)."""
+def interpret_small_run(spark: SparkSession, documents: int | None = None, input_bytes: int | None = None) -> bool:
+    """Set INTERPRETED_SETTINGS on the session when a run is small: `documents` documents (at
+    most INTERPRETED_MAX_DOCUMENTS), or, before they are counted, `input_bytes` bytes of input
+    files (at most INTERPRETED_MAX_INPUT_BYTES); unless the session was started with either
+    setting of its own (`--conf`). True when set. The caller gives the session back its own
+    settings after the run or its front (`settings_restored`)."""
     started_with = spark.sparkContext.getConf()
-    if documents > INTERPRETED_MAX_DOCUMENTS or any(started_with.contains(k) for k in INTERPRETED_SETTINGS):
+    if any(started_with.contains(k) for k in INTERPRETED_SETTINGS):
+        return False
+    if documents is not None and documents > INTERPRETED_MAX_DOCUMENTS:
+        return False
+    if input_bytes is not None and input_bytes > INTERPRETED_MAX_INPUT_BYTES:
         return False
     for key, value in INTERPRETED_SETTINGS.items():
         spark.conf.set(key, value)

@@ -228,9 +228,12 @@ def test_the_sample_is_clustered_on_the_driver_as_by_spark(spark, dedupe_main, s
 
 
 def test_the_sample_interpreted_gives_what_compiled_code_gives(spark, dedupe_main, tmp_path, monkeypatch):
-    """A small run evaluates its expressions interpreted (`session.interpret_small_run`); with
-    the limit at 0, the same input runs Spark's generated code and gives the same clusters/,
-    pairs/, deduped/ and counts. Both runs give the session back its own settings."""
+    """A small run evaluates its expressions interpreted (`session.interpret_small_run`): its
+    front (read, parse, the ids' check) by the input's bytes, the rest by its documents. The
+    same input gives the same clusters/, pairs/, deduped/ and counts interpreted throughout,
+    with only the front interpreted (the documents' limit at 0: the front's settings are given
+    back before the rest), and compiled throughout (both limits at 0). Every run gives the
+    session back its own settings."""
     from simhash_udf.run import pipeline, session
 
     keys = list(session.INTERPRETED_SETTINGS)
@@ -239,18 +242,25 @@ def test_the_sample_interpreted_gives_what_compiled_code_gives(spark, dedupe_mai
     seen = []
     real = session.interpret_small_run
 
-    def spy(spark_, documents):
-        interpreted = real(spark_, documents)
-        seen.append((interpreted, {key: spark_.conf.get(key) for key in keys}))
+    def spy(spark_, documents=None, input_bytes=None):
+        interpreted = real(spark_, documents=documents, input_bytes=input_bytes)
+        by = "bytes" if input_bytes is not None else "documents"
+        seen.append((by, interpreted, {key: spark_.conf.get(key) for key in keys}))
         return interpreted
 
     monkeypatch.setattr(pipeline.session, "interpret_small_run", spy)
-    again = tmp_path / "interpreted"
-    assert dedupe_main(["--input", str(SAMPLE), "--output", str(again)], spark=spark) == 0
+    interpreted, front_only, compiled = tmp_path / "interpreted", tmp_path / "front", tmp_path / "compiled"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(interpreted)], spark=spark) == 0
     monkeypatch.setattr(session, "INTERPRETED_MAX_DOCUMENTS", 0)
-    compiled = tmp_path / "compiled"
+    assert dedupe_main(["--input", str(SAMPLE), "--output", str(front_only)], spark=spark) == 0
+    monkeypatch.setattr(session, "INTERPRETED_MAX_INPUT_BYTES", 0)
     assert dedupe_main(["--input", str(SAMPLE), "--output", str(compiled)], spark=spark) == 0
-    assert seen == [(True, session.INTERPRETED_SETTINGS), (False, before)]
+    on, off = session.INTERPRETED_SETTINGS, before
+    assert seen == [
+        ("bytes", True, on), ("documents", True, on),
+        ("bytes", True, on), ("documents", False, off),
+        ("bytes", False, off), ("documents", False, off),
+    ]
     assert {key: spark.conf.get(key) for key in keys} == before
 
     def outputs(folder):
@@ -262,7 +272,7 @@ def test_the_sample_interpreted_gives_what_compiled_code_gives(spark, dedupe_mai
             report["counts"], report["cluster_sizes"], report["distances"],
         )
 
-    assert outputs(again) == outputs(compiled)
+    assert outputs(interpreted) == outputs(front_only) == outputs(compiled)
 
 
 @pytest.mark.slow

@@ -208,8 +208,9 @@ def test_a_session_keeps_the_memory_and_batch_the_user_set():
 
 
 def test_a_small_run_interprets_its_expressions_and_gives_the_settings_back(spark):
-    """`interpret_small_run` sets INTERPRETED_SETTINGS up to INTERPRETED_MAX_DOCUMENTS only;
-    `settings_restored` gives the session back its own values, set or not."""
+    """`interpret_small_run` sets INTERPRETED_SETTINGS up to INTERPRETED_MAX_DOCUMENTS documents
+    or INTERPRETED_MAX_INPUT_BYTES bytes of input only; `settings_restored` gives the session
+    back its own values, set or not."""
     from simhash_udf.run import session
 
     keys = list(session.INTERPRETED_SETTINGS)
@@ -220,10 +221,16 @@ def test_a_small_run_interprets_its_expressions_and_gives_the_settings_back(spar
     with session.settings_restored(spark, keys):
         assert not session.interpret_small_run(spark, session.INTERPRETED_MAX_DOCUMENTS + 1)
         assert {key: spark.conf.get(key) for key in keys} == before
+        assert not session.interpret_small_run(spark, input_bytes=session.INTERPRETED_MAX_INPUT_BYTES + 1)
+        assert {key: spark.conf.get(key) for key in keys} == before
         assert session.interpret_small_run(spark, session.INTERPRETED_MAX_DOCUMENTS)
         assert {key: spark.conf.get(key) for key in keys} == session.INTERPRETED_SETTINGS
         # Interpreted, a query still computes what it computes compiled.
         assert spark.range(10).selectExpr("sum(id * 2) AS s").first()["s"] == 90
+    assert {key: spark.conf.get(key) for key in keys} == before
+    with session.settings_restored(spark, keys):
+        assert session.interpret_small_run(spark, input_bytes=session.INTERPRETED_MAX_INPUT_BYTES)
+        assert {key: spark.conf.get(key) for key in keys} == session.INTERPRETED_SETTINGS
     assert {key: spark.conf.get(key) for key in keys} == before
 
 
