@@ -45,8 +45,9 @@ def spark():
 
     Its JVM starts without PROCESS_JVM_OPTIONS, so the in-process tests cover adaptive execution
     and the default JIT: it serves every in-process test of its pytest process (./test.sh runs
-    two, for half an hour each), where C2's compiles pay back: with C1 only (PROCESS_JVM_OPTIONS) the 25 whole-job examples of
-    tests/files/test_fuzz_readers.py took 428 s, against 287 s with it."""
+    two, for half an hour each), where C2's compiles pay back: with C1 only
+    (PROCESS_JVM_OPTIONS) the 25 whole-job examples of tests/files/test_fuzz_readers.py took
+    428 s, against 287 s with it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
