@@ -125,8 +125,11 @@ def test_the_section_judges_every_target():
 
 
 def test_measured_process_counts_a_child_s_cpu_and_memory_and_its_exit():
+    # The child idles after burning: TreeCpu keeps the last value it sampled (every 0.2 s), so
+    # the idle time is its chance to see the burnt CPU. 2 s, not 0.5: under a loaded suite (two
+    # pytest processes, Spark beside them) it failed once, the sampler thread likely starved past 0.5 s.
     burn = ("import time\nx = bytearray(200 * 2**20)\nt = time.process_time()\n"
-            "while time.process_time() - t < 0.6: pass\ntime.sleep(0.5)")
+            "while time.process_time() - t < 0.6: pass\ntime.sleep(2)")
     result = measured_process(["bash", "-c", f"{sys.executable} -c '{burn}'; exit 3"], ROOT, dict(os.environ), 60)
     assert result["returncode"] == 3
     assert 0.5 <= result["cpu_s"] <= 1.5
