@@ -42,12 +42,16 @@ from simhash_udf.stages import udfs
 # A bucket with more nodes than this is paired star-wise (see the module docstring): the
 # band join's hot-run size, for the same reason (a bucket's pairs grow as its square).
 HOT_BUCKET_SIZE = hot_runs.HOT_RUN_SIZE
-# The most nodes whose candidates are made and checked in one Python task. At 200,000 nodes
-# (random sketches of 128 values, 10% near copies) the task held ~105 MB above its Arrow input
-# at its peak (tracemalloc: the sketches sorted, 51 MB, their batches joined, a bucket number a
-# node and band) and took 2.0 s; a cluster's Python worker has that to spare beside its
-# executor. Above it, the shuffles spread the band rows over the cluster.
-ONE_TASK_NODES = 200_000
+# The most nodes whose candidates are made and checked in one Python task: within the memory
+# budget of the other one-task path (`components.LOCAL_MAX_EDGES`: 354 MB of a worker's data at
+# its limit, the worker near 550 MB with its own). `bench/sketch_route.py --memory` (peak RSS of
+# `_route_batches` over Arrow batches of 10,000 random sketches of 128 values, 10% near copies,
+# its input included): 210 MB at 200,000 nodes, 313 MB at 300,000, 470 MB at 440,000, 1,071 MB
+# at 1,000,000 (~1,050-1,070 bytes a node). One task is also the quicker path there on two
+# cores: stages sketch_nodes to jaccard, medians of 3 alternating runs, 5.2 s in one task
+# against 14.1 s by the shuffles at 300,000 nodes (6.6 against 18.6 s at 440,000), the same
+# candidates and pairs. Above it, the shuffles spread the band rows over the cluster.
+ONE_TASK_NODES = 300_000
 # What `route_in_one_task` returns (see there).
 ROUTE_SCHEMA = (
     "fp_a long, fp_b long, distance int, jaccard double, candidate boolean, kept boolean, band_pair boolean, "
