@@ -38,13 +38,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from bench.runners import CACHE, ROOT, TreeMemory, bench_session, interleaved, log
+from bench.runners import CACHE, TreeMemory, bench_session, interleaved, log, memory_probes, reset_peak_rss, rss_kb
 
 COMPONENTS_CACHE = CACHE / "components"
 FORMAT = 1
@@ -100,13 +98,6 @@ def edges_folder(n_edges: int, seed: int = 1) -> Path:
 # ---------------------------------------------------------------- memory of the local path
 
 
-def _rss_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def memory_worker(n_edges: int) -> dict:
     """In this process: peak RSS of `_label_batches` over `n_edges` edges in Arrow batches,
     above the RSS before them (libraries loaded and warmed)."""
@@ -126,29 +117,16 @@ def memory_worker(n_edges: int) -> dict:
             s, d = chunks.pop(0)
             yield pa.RecordBatch.from_arrays([pa.array(s), pa.array(d)], names=["src", "dst"])
 
-    # Reset the peak to now (Linux: writing 5 to clear_refs resets VmHWM).
-    Path("/proc/self/clear_refs").write_text("5")
-    base_kb = _rss_kb("VmRSS")
+    reset_peak_rss()
+    base_kb = rss_kb("VmRSS")
     rows = 0
     for batch in _label_batches(batches()):
         rows += batch.num_rows
-    peak_kb = _rss_kb("VmHWM")
+    peak_kb = rss_kb("VmHWM")
     # The chunks were in the baseline; moving into the worker's own arrays they count again,
     # so the figure is peak - base + the edges themselves (which Spark's batches would be).
     extra_mb = (peak_kb - base_kb) / 1e3 + edges_mb
     return {"edges": n_edges, "nodes": rows, "peak_mb": round(extra_mb, 1), "bytes_per_edge": round(extra_mb * 1e6 / n_edges, 1)}
-
-
-def memory_figures(sizes: list[int]) -> list[dict]:
-    figures = []
-    for n in sizes:
-        out = subprocess.run(
-            [sys.executable, "-m", "bench.components_bench", "--memory-worker", str(n)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True,
-        ).stdout
-        figures.append(json.loads(out))
-        log(f"memory: {figures[-1]}")
-    return figures
 
 
 # ---------------------------------------------------------------- timing
@@ -216,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(memory_worker(args.memory_worker)))
         return
     if args.memory:
-        document = {"memory": memory_figures([int(x) for x in args.memory_edges.split(",")])}
+        document = {"memory": memory_probes("bench.components_bench", [int(x) for x in args.memory_edges.split(",")])}
     else:
         document = {"timing": time_paths([int(x) for x in args.edges.split(",")], args.repeats, args.driver_memory)}
     print(json.dumps(document, indent=2))

@@ -300,6 +300,40 @@ def bench_session(
     return spark
 
 
+# ---------------------------------------------------------------- one worker's memory
+
+def rss_kb(field: str) -> int:
+    """`field` (VmRSS, VmHWM, ...) of /proc/self/status, in kB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def reset_peak_rss() -> None:
+    """Make VmHWM this process's RSS now (Linux: 5 written to clear_refs), so that a peak
+    read afterwards is that of what runs after. Where that is not allowed, VmHWM stays the
+    peak since the process started: an upper bound."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def memory_probes(module: str, sizes: list[int]) -> list[dict]:
+    """`python -m <module> --memory-worker <n>` for each size, each in a fresh process (so no
+    size inherits another's peak): the JSON document each prints."""
+    figures = []
+    for n in sizes:
+        out = subprocess.run(
+            [sys.executable, "-m", module, "--memory-worker", str(n)],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True,
+        ).stdout
+        figures.append(json.loads(out))
+        log(f"memory: {figures[-1]}")
+    return figures
+
+
 # ---------------------------------------------------------------- progress
 
 def log(message: str) -> None:

@@ -38,14 +38,12 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from bench.runners import CACHE, ROOT, bench_session, interleaved, log
+from bench.runners import CACHE, bench_session, interleaved, log, memory_probes, reset_peak_rss, rss_kb
 
 SKETCH_CACHE = CACHE / "sketch-route"
 FORMAT = 1
@@ -97,13 +95,6 @@ def nodes_folder(n: int) -> Path:
 # ---------------------------------------------------------------- memory of the one-task path
 
 
-def _rss_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def memory_worker(n: int) -> dict:
     """In this process: peak RSS of `_route_batches` over `n` nodes in Arrow batches, above
     the RSS before them, plus the nodes' Arrow bytes (what Spark's batches would be)."""
@@ -126,32 +117,16 @@ def memory_worker(n: int) -> dict:
     ]
     input_mb = sum(batch.nbytes for batch in batches) / 1e6
     del sketches
-    try:
-        # Reset the peak to now (Linux: writing 5 to clear_refs resets VmHWM).
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass  # not allowed here: the peak since the process started, an upper bound
-    base_kb = _rss_kb("VmRSS")
+    reset_peak_rss()
+    base_kb = rss_kb("VmRSS")
     rows = 0
     for batch in sketch_join._route_batches(
         iter(batches), config.bands, config.rows, sketch_join.HOT_BUCKET_SIZE, config.jaccard, config.max_distance
     ):
         rows += batch.num_rows
-    peak_mb = (_rss_kb("VmHWM") - base_kb) / 1e3 + input_mb
+    peak_mb = (rss_kb("VmHWM") - base_kb) / 1e3 + input_mb
     return {"nodes": len(fingerprints), "candidates": rows, "peak_mb": round(peak_mb, 1),
             "bytes_per_node": round(peak_mb * 1e6 / len(fingerprints))}
-
-
-def memory_figures(sizes: list[int]) -> list[dict]:
-    figures = []
-    for n in sizes:
-        out = subprocess.run(
-            [sys.executable, "-m", "bench.sketch_route", "--memory-worker", str(n)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True,
-        ).stdout
-        figures.append(json.loads(out))
-        log(f"memory: {figures[-1]}")
-    return figures
 
 
 # ---------------------------------------------------------------- timing
@@ -226,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     SKETCH_CACHE.mkdir(parents=True, exist_ok=True)
     if args.memory:
-        document = {"memory": memory_figures([int(x) for x in args.memory_nodes.split(",")])}
+        document = {"memory": memory_probes("bench.sketch_route", [int(x) for x in args.memory_nodes.split(",")])}
     else:
         document = {"timing": time_paths([int(x) for x in args.nodes.split(",")], args.repeats, args.driver_memory)}
     print(json.dumps(document, indent=2))
