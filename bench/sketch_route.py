@@ -15,8 +15,8 @@ Timing: `self_join.sketch_route` (stages sketch_nodes, then sketch_candidates, s
 and jaccard) with `sketch_join.ONE_TASK_NODES` set above N (one task) and to 0 (the
 shuffles), in turn per repeat (runners.interleaved), each with its stages written to a
 scratch folder as a job writes them, local[2], no band join pairs, after one untimed run of
-each. Medians, the ratio
-shuffles / one task, and whether both paths counted the same candidates and pairs.
+each. Medians, the ratio shuffles / one task, and whether both paths counted the same
+candidates and pairs.
 
 --memory: peak RSS of the one-task worker code (`sketch_join._route_batches` over Arrow
 batches of 10,000 nodes, as mapInArrow feeds it) in a fresh process per size, above the RSS of
