@@ -42,6 +42,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from bench.runners import CACHE, bench_session, interleaved, log, memory_probes, reset_peak_rss, rss_kb
 
@@ -72,9 +73,17 @@ def random_nodes(n: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return fingerprints[keep], sketches[keep]
 
 
+def sketch_column(sketches: np.ndarray) -> pa.Array:
+    """uint16 sketches (rows, size) as the binary column `sketch_join` reads (each row's values
+    little-endian, as `core.sketch` writes them), from the array's buffer in one piece."""
+    values = np.ascontiguousarray(sketches, dtype="<u2")
+    width = values.shape[1] * 2
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(values), [None, pa.py_buffer(values.tobytes())])
+    return fixed.cast(pa.binary())
+
+
 def nodes_folder(n: int) -> Path:
     """The Parquet of `random_nodes(n)` (`fingerprint`, `sketch`), written once."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from simhash_udf.core.config import SketchConfig
@@ -85,7 +94,7 @@ def nodes_folder(n: int) -> Path:
         part = folder.with_name(folder.name + ".part")
         shutil.rmtree(part, ignore_errors=True)
         part.mkdir(parents=True)
-        table = pa.table({"fingerprint": fingerprints, "sketch": pa.array([row.tobytes() for row in sketches], pa.binary())})
+        table = pa.table({"fingerprint": fingerprints, "sketch": sketch_column(sketches)})
         for i, at in enumerate(range(0, len(fingerprints), len(fingerprints) // 4 + 1)):
             pq.write_table(table.slice(at, len(fingerprints) // 4 + 1), part / f"part-{i}.parquet")
         part.rename(folder)
@@ -98,8 +107,6 @@ def nodes_folder(n: int) -> Path:
 def memory_worker(n: int) -> dict:
     """In this process: peak RSS of `_route_batches` over `n` nodes in Arrow batches, above
     the RSS before them, plus the nodes' Arrow bytes (what Spark's batches would be)."""
-    import pyarrow as pa
-
     from simhash_udf.core.config import SketchConfig
     from simhash_udf.stages import sketch_join
 
@@ -108,7 +115,7 @@ def memory_worker(n: int) -> dict:
     batches = [
         pa.RecordBatch.from_arrays(
             [pa.array(fingerprints[at:at + BATCH_ROWS]),
-             pa.array([row.tobytes() for row in sketches[at:at + BATCH_ROWS]], pa.binary()),
+             sketch_column(sketches[at:at + BATCH_ROWS]),
              pa.nulls(len(fingerprints[at:at + BATCH_ROWS]), pa.int64()),
              pa.nulls(len(fingerprints[at:at + BATCH_ROWS]), pa.int32())],
             names=["fingerprint", "sketch", "fp_b", "distance"],
@@ -157,14 +164,16 @@ def time_paths(sizes: list[int], repeats: int, driver_memory: str) -> list[dict]
                     stage_seconds[name].append({k: round(v, 2) for k, v in stages.seconds.items()})
                 return action
 
+            methods = {"one task": run("one task", 1 << 62), "shuffles": run("shuffles", 0)}
             try:
                 if not results:
                     # Untimed, once: the Python workers start and the JVM warms up on neither path's clock.
-                    run("one task", 1 << 62)()
-                    run("shuffles", 0)()
-                    stage_seconds = {"one task": [], "shuffles": []}
+                    for action in methods.values():
+                        action()
+                    for seconds in stage_seconds.values():
+                        seconds.clear()
                 runs = interleaved(
-                    {"one task": run("one task", 1 << 62), "shuffles": run("shuffles", 0)},
+                    methods,
                     repeats,
                     log=lambda name, repeat, r, failed: log(f"{n} nodes, {name} #{repeat}: {r.wall_s[-1]:.2f} s"),
                 )
