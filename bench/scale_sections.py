@@ -82,6 +82,11 @@ def join_section(report: dict, command: str) -> list[str]:
     return lines
 
 
+# A size the default run leaves out of the join section (run_all's DEFAULT profile).
+NOT_RUN = ("not run (`run_all --full` runs it; section 8 runs this baseline at 4M and 16M beside the whole job, "
+           "whose stage times include its join)")
+
+
 def join_targets(report: dict) -> list[str]:
     results = report["results"]
     ok = [e for e in results if e["ours"].get("status") == "ok"]
@@ -99,12 +104,11 @@ def join_targets(report: dict) -> list[str]:
         e = next((e for e in ok if e["n"] == n), None)
         r = ratio(e) if e else None
         rows.append(f"| no slower than the baseline at {fmt_n(n)} | "
-                    + (f"baseline / ours = {r:.2f}x | {'met' if r >= 1 else 'not met'} |" if r else "not measured | |"))
+                    + (f"baseline / ours = {r:.2f}x | {'met' if r >= 1 else 'not met'} |" if r else f"{NOT_RUN} | |"))
     e = next((e for e in ok if e["n"] == HALF_AT), None)
     r = ratio(e) if e else None
     rows.append("| at most half the baseline's time at 16M | "
-                + (f"baseline / ours = {r:.2f}x | {'met' if r >= 2 else 'not met'} |" if r else
-                   "not run (`run_all --full` runs it; section 8 runs this baseline at 16M beside the whole job) | |"))
+                + (f"baseline / ours = {r:.2f}x | {'met' if r >= 2 else 'not met'} |" if r else f"{NOT_RUN} | |"))
     g = report.get("growth_ours_4m_up")
     sizes = [e["n"] for e in ok if e["n"] >= 4_000_000]
     span = f"{fmt_n(min(sizes))}-{fmt_n(max(sizes))}" if sizes else ""
@@ -129,6 +133,7 @@ def join_targets(report: dict) -> list[str]:
 
 def skew_run(args: argparse.Namespace) -> list[str]:
     script_args = (["--driver-memory", args.driver_memory, "--sql-timeout", f"{args.profile.skew_sql_timeout:g}"]
+                   + (["--runs", args.profile.skew_runs] if args.profile.skew_runs else [])
                    + (["--quick"] if args.quick else []))
     report = run_module_json("skew", script_args)
     title = "## 3. Skew: a template's pages, exact copies, a hot key"
@@ -143,7 +148,7 @@ def skew_section(report: dict, command: str) -> list[str]:
         "",
         f"`{command}` ({report['seconds']:.0f} s): {report['n']:,} documents (`id`, `fingerprint`) through "
         "the job itself (`jobs/dedupe.py` main, `--fingerprint-col fingerprint`, local[2], driver memory "
-        f"{report['driver_memory']}), the template with and without `--no-pairs`, the hot key with it, each run killed after "
+        f"{report['driver_memory']}), {_skew_runs_text(report['runs'])}, each run killed after "
         f"{report['timeout_s']:.0f} s if not done. **template**: 10% of the documents are one template's "
         "pages (its fingerprint with 1 or 2 bits flipped: 2,081 distinct fingerprints at most, since "
         "only that many 64-bit words lie within 2 bits of one), 1% are exact copies of one page, the "
@@ -208,6 +213,11 @@ def skew_section(report: dict, command: str) -> list[str]:
         "",
     ]
     return lines
+
+
+def _skew_runs_text(runs: list[dict]) -> str:
+    """Which runs the table has, e.g. "the template with pairs/, the hot-key with `--no-pairs`"."""
+    return ", ".join(f"the {r['scenario']} {'with pairs/' if r['pairs'] else 'with `--no-pairs`'}" for r in runs)
 
 
 # ---------------------------------------------------------------- 4. whole pipeline

@@ -222,7 +222,8 @@ def test_run_all_profiles_trim_the_default_and_let_the_command_line_override_eit
     from bench.run_all import DEFAULT, FULL, SECTIONS, resolve_profile
 
     def args(**given) -> argparse.Namespace:
-        names = ("full", "sections", "join_sizes", "skew_sql_timeout", "recipe_big_mb", "recipe_repeats", "repeats")
+        names = ("full", "sections", "join_sizes", "skew_sql_timeout", "skew_runs", "recipe_big_mb", "recipe_repeats",
+                 "repeats")
         return argparse.Namespace(**{name: given.get(name) for name in names})
 
     assert resolve_profile(args()) == DEFAULT
@@ -234,3 +235,4 @@ def test_run_all_profiles_trim_the_default_and_let_the_command_line_override_eit
     assert chosen.recipe_repeats == 2 and chosen.throughput_repeats == 5
     assert chosen.skew_sql_timeout == FULL.skew_sql_timeout and chosen.sample_base
     assert resolve_profile(args(skew_sql_timeout=10.0)).skew_sql_timeout == 10.0
+    assert FULL.skew_runs is None and resolve_profile(args(full=True, skew_runs="hot-key:pairs")).skew_runs == "hot-key:pairs"
