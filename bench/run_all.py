@@ -31,9 +31,9 @@ job-vs-join runs the same plain band join beside the whole job, whose stage time
 join), the skew's template with pairs/ only (not also with `--no-pairs`), the hot-key SQL join
 killed after 60 s (the job's own hot-key run takes ~40-70), the recipe once per input and at
 20 MB beside the job's 200, the job's small inputs twice, the sample with the class archive
-only. It took 1877 s on 2026-12-08 with the join at 1M and 4M and all three skew runs (a day
-when this machine was quick; on a slow day everything takes up to twice as long), which these
-two trims bring to about 28 minutes. `--full` (`FULL`) adds the fingerprint and pipeline
+only. On 2026-12-08, a day this shared machine was quick, it took 1,620 s (27 minutes); with the
+join at 4M too and all three skew runs it had taken 1,877 s. On a slow day everything takes up
+to twice as long. `--full` (`FULL`) adds the fingerprint and pipeline
 sections (the fingerprint function alone, which job-throughput also measures as its control;
 the older documents-per-second table), the join at 4M, 16M and 64M and the scaling section
 calibrated on it (which rewrites docs/scaling.md), the template's `--no-pairs` run, a 300 s SQL
