@@ -98,11 +98,11 @@ class Profile:
 # What judges issue 14, meant to take under 30 minutes on this 2-core machine.
 DEFAULT = Profile(sections=("join", "skew", "job-throughput", "job-documents", "job-vs-join", "job-sample",
                             "job-html"),
-                  join_sizes="1M", skew_sql_timeout=60, skew_runs="template:pairs,hot-key:no-pairs", recipe_big_mb=20, recipe_repeats=1,
-                  throughput_repeats=2, sample_base=False)
+                  join_sizes="1M", skew_sql_timeout=60, skew_runs="template:pairs,hot-key:no-pairs",
+                  recipe_big_mb=20, recipe_repeats=1, throughput_repeats=2, sample_base=False)
 # Every section at its largest (~60 minutes): the older tables and the biggest baselines too.
-FULL = Profile(sections=SECTIONS, join_sizes=None, skew_sql_timeout=300, skew_runs=None, recipe_big_mb=40, recipe_repeats=None,
-               throughput_repeats=3, sample_base=True)
+FULL = Profile(sections=SECTIONS, join_sizes=None, skew_sql_timeout=300, skew_runs=None, recipe_big_mb=40,
+               recipe_repeats=None, throughput_repeats=3, sample_base=True)
 
 
 def single_table(results: dict, baseline_names: list[str], unit: str) -> list[str]:

@@ -235,4 +235,21 @@ def test_run_all_profiles_trim_the_default_and_let_the_command_line_override_eit
     assert chosen.recipe_repeats == 2 and chosen.throughput_repeats == 5
     assert chosen.skew_sql_timeout == FULL.skew_sql_timeout and chosen.sample_base
     assert resolve_profile(args(skew_sql_timeout=10.0)).skew_sql_timeout == 10.0
-    assert FULL.skew_runs is None and resolve_profile(args(full=True, skew_runs="hot-key:pairs")).skew_runs == "hot-key:pairs"
+    assert FULL.skew_runs is None
+    assert resolve_profile(args(full=True, skew_runs="hot-key:pairs")).skew_runs == "hot-key:pairs"
+
+
+def test_skew_section_names_the_runs_it_has():
+    """The skew section says which runs its table holds (the default run_all leaves one out)
+    rather than always claiming all three."""
+    from bench.scale_sections import skew_section
+
+    def run(scenario: str, pairs: bool) -> dict:
+        return {"scenario": scenario, "pairs": pairs, "status": "ok", "wall_s": 30.0, "peak_rss": 2**30,
+                "peak_jvm_rss": 2**29, "input": {}}
+
+    report = {"seconds": 100.0, "n": 1000, "driver_memory": "8g", "timeout_s": 600.0,
+              "runs": [run("template", True), run("hot-key", False)]}
+    text = "\n".join(skew_section(report, "python -m bench.skew"))
+    assert "the template with pairs/, the hot-key with `--no-pairs`, each run killed" in text
+    assert "Checks: 2 of 2 runs finished" in text
