@@ -275,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated sections to run (default: {','.join(DEFAULT.sections)}; "
                         f"--full: all of {','.join(SECTIONS)})")
     parser.add_argument("--join-sizes", default=None,
-                        help="python -m bench.join_scale --sizes (default 1M; --full 1M,4M,16M,64M)")
+                        help=f"python -m bench.join_scale --sizes (default {DEFAULT.join_sizes}; --full 1M,4M,16M,64M)")
     parser.add_argument("--skew-sql-timeout", type=float, default=None,
                         help="seconds before skew's one-level SQL join is killed (default 60; --full 300)")
     parser.add_argument("--skew-runs", default=None,
-                        help="python -m bench.skew --runs (default template:pairs,hot-key:no-pairs; --full also "
-                        "template:no-pairs)")
+                        help=f"python -m bench.skew --runs (default {DEFAULT.skew_runs}; --full all three, as "
+                        "bench/skew.py's own default)")
     parser.add_argument("--driver-memory", default="8g",
                         help="Spark driver memory of the join, skew and whole-job (6-10) runs")
     # The recipe's cost is linear in MB (a pandas UDF per document), so a small big input
